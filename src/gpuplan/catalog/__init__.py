@@ -1,0 +1,1 @@
+"""Reading data: Hugging Face configs, built-in catalogs and project files into validated models."""

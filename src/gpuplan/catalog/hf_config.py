@@ -1,0 +1,381 @@
+"""A Hugging Face `config.json` (as a dict) -> ModelArch. Pure: the caller reads the file.
+
+Each supported `model_type` has a reader that mirrors the shapes of the transformers class that
+builds it (AutoModelForCausalLM for decoders, ...ForSeq2SeqLM for t5/mt5, ...ForSequenceClassification
+for bert/roberta, ...ForImageClassification for vit/resnet). Defaults are those of the transformers
+config classes (checked against transformers 5.24). Parameter counts built from these readers are
+compared with transformers' own models in tests/trace/test_param_counts.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuplan.errors import InputError, UnsupportedModelError
+from gpuplan.schema.model import ModelArch, MoE, ResNetStages
+
+Config = Mapping[str, Any]
+
+
+class _Reader:
+    """Reads keys from a config, naming the file and key in errors."""
+
+    def __init__(self, config: Config, source: str) -> None:
+        self.config, self.source = config, source
+
+    def get(self, *names: str, default: Any = None, required: bool = False) -> Any:
+        for name in names:
+            if name in self.config and self.config[name] is not None:
+                return self.config[name]
+        if required:
+            raise InputError(
+                [names[0]], "missing from config.json, and the architecture needs it", source=self.source
+            )
+        return default
+
+    def int(self, *names: str, default: int | None = None) -> int:
+        value = self.get(*names, default=default, required=default is None)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError([names[0]], f"must be an integer, got {value!r}", source=self.source)
+        return value
+
+
+def _dropout(r: _Reader, *names: str) -> float:
+    return float(r.get(*names, default=0.0))
+
+
+def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int | None, int]:
+    """(window, layers that use it) from layer_types / use_sliding_window / sliding_window_pattern."""
+    window = r.get("sliding_window", default=default_window)
+    if not window:
+        return None, 0
+    layer_types = r.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        n = sum(1 for t in layer_types[:n_layers] if t == "sliding_attention")
+        return (int(window), n) if n else (None, 0)
+    if r.get("use_sliding_window") is False:
+        return None, 0
+    return int(window), n_layers
+
+
+def _llama_like(r: _Reader, model_type: str, **overrides: Any) -> dict[str, Any]:
+    h = r.int("hidden_size")
+    heads = r.int("num_attention_heads")
+    n_layers = r.int("num_hidden_layers")
+    fields: dict[str, Any] = dict(
+        model_type=model_type,
+        kind="decoder",
+        hidden_size=h,
+        num_layers=n_layers,
+        num_heads=heads,
+        num_kv_heads=r.int("num_key_value_heads", default=heads),
+        head_dim=r.int("head_dim", default=h // heads),
+        intermediate_size=r.int("intermediate_size"),
+        vocab_size=r.int("vocab_size"),
+        max_position_embeddings=r.int("max_position_embeddings", default=0),
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=False)),
+        activation=str(r.get("hidden_act", "hidden_activation", default="silu")),
+        attention_dropout=_dropout(r, "attention_dropout"),
+        torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+    fields.update(overrides)
+    return fields
+
+
+def _read_llama(r: _Reader) -> dict[str, Any]:
+    bias = bool(r.get("attention_bias", default=False))
+    return _llama_like(r, "llama", qkv_bias=bias, o_bias=bias, mlp_bias=bool(r.get("mlp_bias", default=False)))
+
+
+def _read_mistral(r: _Reader) -> dict[str, Any]:
+    window, n = _sliding(r, r.int("num_hidden_layers"), None)
+    return _llama_like(r, "mistral", sliding_window=window, sliding_window_layers=n)
+
+
+def _moe_fields(r: _Reader, n_layers: int, expert_size: int, shared: int = 0, gate: bool = False) -> MoE:
+    step = r.int("decoder_sparse_step", default=1)
+    only_dense = set(r.get("mlp_only_layers", default=[]) or [])
+    n_moe = sum(1 for i in range(n_layers) if i not in only_dense and (i + 1) % step == 0)
+    return MoE(
+        num_experts=r.int("num_local_experts", "num_experts"),
+        experts_per_token=r.int("num_experts_per_tok"),
+        expert_intermediate_size=expert_size,
+        shared_intermediate_size=shared,
+        shared_expert_gate=gate,
+        moe_layers=max(n_moe, 1),
+    )
+
+
+def _read_mixtral(r: _Reader) -> dict[str, Any]:
+    n = r.int("num_hidden_layers")
+    window, n_sw = _sliding(r, n, None)
+    moe = MoE(
+        num_experts=r.int("num_local_experts"),
+        experts_per_token=r.int("num_experts_per_tok"),
+        expert_intermediate_size=r.int("intermediate_size"),
+        moe_layers=n,
+    )
+    return _llama_like(r, "mixtral", moe=moe, sliding_window=window, sliding_window_layers=n_sw)
+
+
+def _read_qwen2(r: _Reader) -> dict[str, Any]:
+    window, n = _sliding(r, r.int("num_hidden_layers"), None)
+    return _llama_like(r, "qwen2", qkv_bias=True, sliding_window=window, sliding_window_layers=n)
+
+
+def _read_qwen2_moe(r: _Reader) -> dict[str, Any]:
+    n = r.int("num_hidden_layers")
+    moe = _moe_fields(
+        r, n, r.int("moe_intermediate_size"), shared=r.int("shared_expert_intermediate_size", default=0), gate=True
+    )
+    window, n_sw = _sliding(r, n, None)
+    return _llama_like(
+        r, "qwen2_moe", qkv_bias=bool(r.get("qkv_bias", default=True)), moe=moe,
+        sliding_window=window, sliding_window_layers=n_sw,
+    )
+
+
+def _read_qwen3(r: _Reader) -> dict[str, Any]:
+    bias = bool(r.get("attention_bias", default=False))
+    window, n = _sliding(r, r.int("num_hidden_layers"), None)
+    return _llama_like(r, "qwen3", qk_norm=True, qkv_bias=bias, o_bias=bias, sliding_window=window,
+                       sliding_window_layers=n)
+
+
+def _read_qwen3_moe(r: _Reader) -> dict[str, Any]:
+    n = r.int("num_hidden_layers")
+    bias = bool(r.get("attention_bias", default=False))
+    moe = _moe_fields(r, n, r.int("moe_intermediate_size"))
+    return _llama_like(r, "qwen3_moe", qk_norm=True, qkv_bias=bias, o_bias=bias, moe=moe)
+
+
+def _read_gemma(r: _Reader) -> dict[str, Any]:
+    return _llama_like(r, "gemma", tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)),
+                       activation=str(r.get("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")))
+
+
+def _read_gemma2(r: _Reader, model_type: str = "gemma2", qk_norm: bool = False) -> dict[str, Any]:
+    n = r.int("num_hidden_layers")
+    window, n_sw = _sliding(r, n, 4096)
+    if window and r.get("layer_types") is None:
+        pattern = r.int("sliding_window_pattern", default=2 if model_type == "gemma2" else 6)
+        n_sw = sum(1 for i in range(n) if (i + 1) % pattern != 0)
+    return _llama_like(
+        r, model_type, tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norms_per_layer=4,
+        qk_norm=qk_norm, activation=str(r.get("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")),
+        sliding_window=window, sliding_window_layers=n_sw,
+    )
+
+
+def _read_gemma3_text(r: _Reader) -> dict[str, Any]:
+    return _read_gemma2(r, "gemma3_text", qk_norm=True)
+
+
+def _read_phi(r: _Reader) -> dict[str, Any]:
+    return _llama_like(
+        r, "phi", norm="layernorm", norm_bias=True, norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_gated=False,
+        mlp_bias=True, activation=str(r.get("hidden_act", default="gelu_new")), parallel_residual=True,
+        lm_head_bias=True, qk_norm=bool(r.get("qk_layernorm", default=False)),
+        hidden_dropout=_dropout(r, "resid_pdrop"),
+    )
+
+
+def _read_phi3(r: _Reader) -> dict[str, Any]:
+    window, n = _sliding(r, r.int("num_hidden_layers"), None)
+    return _llama_like(r, "phi3", sliding_window=window, sliding_window_layers=n,
+                       hidden_dropout=_dropout(r, "resid_pdrop"))
+
+
+def _read_stablelm(r: _Reader) -> dict[str, Any]:
+    parallel = bool(r.get("use_parallel_residual", default=False))
+    return _llama_like(
+        r, "stablelm", norm="layernorm", norm_bias=True, norms_per_layer=1 if parallel else 2,
+        qkv_bias=bool(r.get("use_qkv_bias", default=False)), qk_norm=bool(r.get("qk_layernorm", default=False)),
+        parallel_residual=parallel, hidden_dropout=_dropout(r, "hidden_dropout"),
+    )
+
+
+def _read_gpt_neox(r: _Reader) -> dict[str, Any]:
+    bias = bool(r.get("attention_bias", default=True))
+    return _llama_like(
+        r, "gpt_neox", norm="layernorm", norm_bias=True, qkv_bias=bias, o_bias=bias, mlp_gated=False, mlp_bias=True,
+        activation=str(r.get("hidden_act", default="gelu")),
+        parallel_residual=bool(r.get("use_parallel_residual", default=True)),
+        hidden_dropout=_dropout(r, "hidden_dropout"),
+    )
+
+
+def _read_gpt2(r: _Reader) -> dict[str, Any]:
+    h = r.int("n_embd", "hidden_size", default=768)
+    heads = r.int("n_head", "num_attention_heads", default=12)
+    inner = r.get("n_inner")
+    positions = r.int("n_positions", default=1024)
+    return dict(
+        model_type="gpt2", kind="decoder", hidden_size=h, num_layers=r.int("n_layer", "num_hidden_layers", default=12),
+        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=int(inner) if inner else 4 * h,
+        vocab_size=r.int("vocab_size", default=50257), max_position_embeddings=positions, positions="learned",
+        position_rows=positions, tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)),
+        norm="layernorm", norm_bias=True, qkv_bias=True, o_bias=True, mlp_gated=False, mlp_bias=True,
+        activation=str(r.get("activation_function", default="gelu_new")),
+        attention_dropout=_dropout(r, "attn_pdrop"), hidden_dropout=_dropout(r, "resid_pdrop"),
+        torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+def _read_falcon(r: _Reader) -> dict[str, Any]:
+    h = r.int("hidden_size")
+    heads = r.int("num_attention_heads", "n_head")
+    new_arch = bool(r.get("new_decoder_architecture", default=False))
+    if new_arch:
+        kv = r.int("num_kv_heads", "n_head_kv", default=heads)
+    elif r.get("multi_query", default=True):
+        kv = 1
+    else:
+        kv = heads
+    parallel = bool(r.get("parallel_attn", default=True))
+    if new_arch:
+        norms = r.int("num_ln_in_parallel_attn", default=2)
+    else:
+        norms = 1 if parallel else 2
+    bias = bool(r.get("bias", default=False))
+    return dict(
+        model_type="falcon", kind="decoder", hidden_size=h, num_layers=r.int("num_hidden_layers", "n_layer"),
+        num_heads=heads, num_kv_heads=kv, head_dim=h // heads,
+        intermediate_size=r.int("ffn_hidden_size", default=4 * h), vocab_size=r.int("vocab_size"),
+        max_position_embeddings=r.int("max_position_embeddings", default=2048),
+        positions="alibi" if r.get("alibi", default=False) else "rope",
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norm="layernorm", norm_bias=True,
+        norms_per_layer=norms, qkv_bias=bias, o_bias=bias, mlp_gated=False, mlp_bias=bias, activation="gelu",
+        parallel_residual=parallel or new_arch, attention_dropout=_dropout(r, "attention_dropout"),
+        hidden_dropout=_dropout(r, "hidden_dropout"), torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+def _read_bloom(r: _Reader) -> dict[str, Any]:
+    h = r.int("hidden_size", "n_embed", default=64)
+    heads = r.int("n_head", "num_attention_heads", default=8)
+    return dict(
+        model_type="bloom", kind="decoder", hidden_size=h, num_layers=r.int("n_layer", "num_hidden_layers", default=2),
+        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=4 * h,
+        vocab_size=r.int("vocab_size", default=250880), positions="alibi",
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norm="layernorm", norm_bias=True,
+        qkv_bias=True, o_bias=True, mlp_gated=False, mlp_bias=True, activation="gelu", embedding_norm=True,
+        attention_dropout=_dropout(r, "attention_dropout"), hidden_dropout=_dropout(r, "hidden_dropout"),
+        torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+def _num_labels(r: _Reader, default: int) -> int:
+    id2label = r.get("id2label")
+    if isinstance(id2label, Mapping) and id2label:
+        return len(id2label)
+    return r.int("num_labels", default=default)
+
+
+def _read_bert(r: _Reader, model_type: str = "bert", pooler: bool = True) -> dict[str, Any]:
+    h = r.int("hidden_size", default=768)
+    heads = r.int("num_attention_heads", default=12)
+    positions = r.int("max_position_embeddings", default=512)
+    return dict(
+        model_type=model_type, kind="encoder", hidden_size=h, num_layers=r.int("num_hidden_layers", default=12),
+        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=r.int("intermediate_size", default=3072),
+        vocab_size=r.int("vocab_size", default=30522 if model_type == "bert" else 50265),
+        max_position_embeddings=positions, positions="learned", position_rows=positions,
+        token_type_rows=r.int("type_vocab_size", default=2), tie_word_embeddings=False, norm="layernorm",
+        norm_bias=True, qkv_bias=True, o_bias=True, mlp_gated=False, mlp_bias=True,
+        activation=str(r.get("hidden_act", default="gelu")), embedding_norm=True, final_norm=False,
+        num_labels=_num_labels(r, 2), pooler=pooler,
+        attention_dropout=_dropout(r, "attention_probs_dropout_prob"),
+        hidden_dropout=_dropout(r, "hidden_dropout_prob"), torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+def _read_roberta(r: _Reader) -> dict[str, Any]:
+    return _read_bert(r, "roberta", pooler=False)
+
+
+def _read_t5(r: _Reader, model_type: str = "t5") -> dict[str, Any]:
+    d = r.int("d_model", default=512)
+    heads = r.int("num_heads", default=8 if model_type == "t5" else 6)
+    n_enc = r.int("num_layers", default=6 if model_type == "t5" else 8)
+    proj = str(r.get("feed_forward_proj", default="relu" if model_type == "t5" else "gated-gelu"))
+    gated = proj.startswith("gated-")
+    return dict(
+        model_type=model_type, kind="encoder-decoder", hidden_size=d, num_layers=n_enc, num_heads=heads,
+        num_kv_heads=heads, head_dim=r.int("d_kv", default=64), intermediate_size=r.int("d_ff", default=2048 if model_type == "t5" else 1024),
+        vocab_size=r.int("vocab_size", default=32128 if model_type == "t5" else 250112), positions="relative",
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norm="rmsnorm", mlp_gated=gated,
+        activation=proj.removeprefix("gated-"), num_decoder_layers=r.int("num_decoder_layers", default=n_enc),
+        relative_attention_num_buckets=r.int("relative_attention_num_buckets", default=32),
+        hidden_dropout=_dropout(r, "dropout_rate") if "dropout_rate" in r.config else 0.1,
+        torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+def _read_mt5(r: _Reader) -> dict[str, Any]:
+    return _read_t5(r, "mt5")
+
+
+def _read_vit(r: _Reader) -> dict[str, Any]:
+    h = r.int("hidden_size", default=768)
+    heads = r.int("num_attention_heads", default=12)
+    image, patch = r.int("image_size", default=224), r.int("patch_size", default=16)
+    return dict(
+        model_type="vit", kind="vit", hidden_size=h, num_layers=r.int("num_hidden_layers", default=12), num_heads=heads,
+        num_kv_heads=heads, head_dim=h // heads, intermediate_size=r.int("intermediate_size", default=3072),
+        vocab_size=0, positions="learned", position_rows=(image // patch) ** 2 + 1, tie_word_embeddings=False,
+        norm="layernorm", norm_bias=True, qkv_bias=bool(r.get("qkv_bias", default=True)), o_bias=True,
+        mlp_gated=False, mlp_bias=True, activation=str(r.get("hidden_act", default="gelu")),
+        num_labels=_num_labels(r, 2), image_size=image, patch_size=patch, num_channels=r.int("num_channels", default=3),
+        attention_dropout=_dropout(r, "attention_probs_dropout_prob"), hidden_dropout=_dropout(r, "hidden_dropout_prob"),
+        torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+def _read_resnet(r: _Reader) -> dict[str, Any]:
+    sizes = list(r.get("hidden_sizes", default=[256, 512, 1024, 2048]))
+    stages = ResNetStages(
+        embedding_size=r.int("embedding_size", default=64), hidden_sizes=sizes,
+        depths=list(r.get("depths", default=[3, 4, 6, 3])), layer_type=r.get("layer_type", default="bottleneck"),
+        downsample_in_first_stage=bool(r.get("downsample_in_first_stage", default=False)),
+        downsample_in_bottleneck=bool(r.get("downsample_in_bottleneck", default=False)),
+    )
+    return dict(
+        model_type="resnet", kind="cnn", hidden_size=sizes[-1], num_layers=sum(stages.depths), num_heads=1,
+        num_kv_heads=1, head_dim=1, intermediate_size=sizes[-1], vocab_size=0, positions="none",
+        tie_word_embeddings=False, norm="layernorm", norms_per_layer=0, mlp_gated=False, activation="relu",
+        final_norm=False, num_labels=_num_labels(r, 2), image_size=r.int("image_size", default=224),
+        num_channels=r.int("num_channels", default=3), resnet=stages, torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
+READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
+    "llama": _read_llama, "mistral": _read_mistral, "mixtral": _read_mixtral, "qwen2": _read_qwen2,
+    "qwen2_moe": _read_qwen2_moe, "qwen3": _read_qwen3, "qwen3_moe": _read_qwen3_moe, "gemma": _read_gemma,
+    "gemma2": _read_gemma2, "gemma3_text": _read_gemma3_text, "phi": _read_phi, "phi3": _read_phi3,
+    "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "falcon": _read_falcon, "bloom": _read_bloom,
+    "stablelm": _read_stablelm, "bert": _read_bert, "roberta": _read_roberta, "t5": _read_t5, "mt5": _read_mt5,
+    "vit": _read_vit, "resnet": _read_resnet,
+}
+SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
+
+
+def arch_from_hf_config(config: Config, *, source: str = "config.json") -> ModelArch:
+    """Describe the model of a Hugging Face config.json dict. Raises InputError naming the key."""
+    if not isinstance(config, Mapping):
+        raise InputError([], "a config.json must be a JSON object", source=source)
+    model_type = config.get("model_type")
+    if model_type not in READERS:
+        raise UnsupportedModelError(
+            ["model_type"], f"unsupported model_type {model_type!r}",
+            ", ".join(SUPPORTED_MODEL_TYPES), source=source,
+        )
+    fields = READERS[model_type](_Reader(config, source))
+    try:
+        return ModelArch(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(list(map(str, err["loc"])), err["msg"], source=source) from None

@@ -1,0 +1,315 @@
+"""Files -> validated models: built-in catalogs (models, overheads, activation coefficients) and project
+files. Every error names the file, the row or field path, what is allowed and a close match."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuplan.catalog.hf_config import arch_from_hf_config
+from gpuplan.errors import CatalogError, GpuplanError, HubUnavailableError, InputError, UnknownNameError, suggest
+from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import ModelRef, Project
+
+SCHEMA_VERSIONS = (1,)
+
+
+class ModelPreset(BaseModel):
+    """A row of data/models.toml."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    hf_id: str | None = None
+    parameters: int = Field(gt=0)
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+    notes: str | None = None
+    config: dict[str, Any]
+
+
+class ResolvedModel(BaseModel):
+    """A model reference made concrete: its architecture and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    arch: ModelArch
+    name: str
+    origin: str  # "preset:<id>" | "hf_config:<path>" | "hf_id:<id>"
+    source: str | None = None
+    as_of: datetime.date | None = None
+
+
+def _data_text(name: str) -> str:
+    return resources.files("gpuplan.data").joinpath(name).read_text(encoding="utf-8")
+
+
+def _read_toml(text: str, path: str) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(path, f"not valid TOML: {exc}") from None
+    version = data.get("schema_version")
+    if version not in SCHEMA_VERSIONS:
+        raise CatalogError(path, f"schema_version {version!r} is not one this gpuplan reads "
+                                 f"({', '.join(map(str, SCHEMA_VERSIONS))})", field="schema_version")
+    return data
+
+
+def _row_error(path: str, row: Mapping[str, Any], index: int, exc: ValidationError) -> CatalogError:
+    err = exc.errors()[0]
+    return CatalogError(path, err["msg"], row=row.get("id", index), field=".".join(map(str, err["loc"])))
+
+
+@lru_cache(maxsize=1)
+def load_presets() -> dict[str, ModelPreset]:
+    """The built-in model presets, by id."""
+    path = "gpuplan/data/models.toml"
+    data = _read_toml(_data_text("models.toml"), path)
+    out: dict[str, ModelPreset] = {}
+    for i, row in enumerate(data.get("model", [])):
+        try:
+            preset = ModelPreset(**row)
+        except ValidationError as exc:
+            raise _row_error(path, row, i, exc) from None
+        if preset.id in out:
+            raise CatalogError(path, "duplicate id", row=preset.id, field="id")
+        out[preset.id] = preset
+    return out
+
+
+def find_preset(name: str, loc: Sequence[str | int] = ("model", "preset")) -> ModelPreset:
+    """A preset by id or alias (case-insensitive); UnknownNameError with suggestions otherwise."""
+    presets = load_presets()
+    by_name: dict[str, ModelPreset] = {}
+    for p in presets.values():
+        for n in (p.id, *p.aliases, *([p.hf_id] if p.hf_id else [])):
+            by_name[n.lower()] = p
+    hit = by_name.get(name.lower())
+    if hit is None:
+        raise UnknownNameError(loc, "model", name, [p.id for p in presets.values()])
+    return hit
+
+
+@lru_cache(maxsize=1)
+def load_overheads() -> Overheads:
+    path = "gpuplan/data/overheads.toml"
+    data = _read_toml(_data_text("overheads.toml"), path)
+    values: dict[str, Any] = {}
+    for i, row in enumerate(data.get("overhead", [])):
+        for key in ("id", "value", "source", "as_of"):
+            if key not in row:
+                raise CatalogError(path, f"missing {key}", row=row.get("id", i), field=key)
+        values[row["id"]] = row["value"]
+    try:
+        return Overheads(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise CatalogError(path, err["msg"], row=".".join(map(str, err["loc"]))) from None
+
+
+@lru_cache(maxsize=1)
+def load_activation_table() -> ActivationTable:
+    path = "gpuplan/data/activations.toml"
+    data = _read_toml(_data_text("activations.toml"), path)
+    rows = {}
+    for i, row in enumerate(data.get("row", [])):
+        key = row.get("key")
+        try:
+            rows[key] = ActivationCoefficients(**{k: v for k, v in row.items() if k != "key"})
+        except ValidationError as exc:
+            raise _row_error(path, {"id": key}, i, exc) from None
+    return ActivationTable(source=data["source"], as_of=str(data["as_of"]), rows=rows)
+
+
+# ---------------------------------------------------------------------------------------------- projects
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+def _sub_model(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The pydantic model at a field path, to list the keys allowed there."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return None
+        ann = field.annotation
+        candidates = [ann, *getattr(ann, "__args__", ())]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    return current if isinstance(current, type) else None
+
+
+def translate_validation_error(exc: ValidationError, source: str, root: type[BaseModel] = Project) -> InputError:
+    """The first pydantic error as an InputError: field path, what is wrong, what is allowed, did you mean."""
+    err = exc.errors()[0]
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))]
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = _sub_model(root, loc[:-1])
+        known = _field_names(parent) if parent else []
+        name = str(loc[-1])
+        hint = suggest(name, known)
+        msg = f"unknown key {name!r}" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+        error = InputError(loc, msg, ", ".join(known) or None, source=source)
+        error.suggestions = hint  # type: ignore[attr-defined]
+        return error
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        allowed = [a.strip().strip("'") for a in expected.replace(" or ", ", ").split(",") if a.strip()]
+        hint = suggest(str(err.get("input")), allowed)
+        msg = f"{err.get('input')!r} is not allowed" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+        return InputError(loc, msg, ", ".join(allowed), source=source)
+    if kind == "missing":
+        return InputError(loc, "is required", source=source)
+    msg = err["msg"].removeprefix("Value error, ")
+    if "input" in err and not isinstance(err["input"], (dict, list)):
+        msg += f" (got {err['input']!r})"
+    return InputError(loc, msg, source=source)
+
+
+def parse_project(data: Any, source: str = "project") -> Project:
+    if not isinstance(data, Mapping):
+        raise InputError([], "a project file must be a mapping of keys (name, model, workload, ...)", source=source)
+    try:
+        return Project.model_validate(data)
+    except ValidationError as exc:
+        raise translate_validation_error(exc, source) from None
+
+
+def read_structured(path: Path) -> Any:
+    """YAML or JSON from a file, with errors that name the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError([], f"no such file: {path}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError([], f"cannot read {path}: {exc}") from None
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise InputError([], f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError([], f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+
+
+def load_project(path: str | Path) -> tuple[Project, Path]:
+    """A project file and the folder its relative paths are relative to."""
+    p = Path(path)
+    return parse_project(read_structured(p), source=str(p)), p.parent
+
+
+def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
+    """The architecture behind a project's `model` section."""
+    if ref.preset:
+        preset = find_preset(ref.preset)
+        arch = arch_from_hf_config(preset.config, source=f"preset {preset.id}")
+        return ResolvedModel(arch=arch, name=preset.name, origin=f"preset:{preset.id}", source=preset.source,
+                             as_of=preset.as_of)
+    if ref.hf_config:
+        path = Path(ref.hf_config)
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        data = read_structured(path) if path.suffix.lower() != ".json" else _read_json(path)
+        arch = arch_from_hf_config(data, source=str(path))
+        name = data.get("_name_or_path") or path.parent.name or path.stem
+        return ResolvedModel(arch=arch, name=str(name), origin=f"hf_config:{path}", source=str(path))
+    assert ref.hf_id
+    try:  # a Hub id that is also a built-in preset needs no network
+        preset = find_preset(ref.hf_id, ("model", "hf_id"))
+    except UnknownNameError:
+        raise HubUnavailableError(ref.hf_id, _hub_cache(), "fetching from the Hugging Face Hub is not built yet "
+                                  "and the model is not a built-in preset") from None
+    return resolve_model(ModelRef(preset=preset.id))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(["model", "hf_config"], f"no such file: {path}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(["model", "hf_config"], f"cannot read {path}: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError([], f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+                         source=str(path)) from None
+
+
+def _hub_cache() -> str:
+    import os
+
+    return os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
+
+
+def example_names() -> list[str]:
+    files = resources.files("gpuplan.examples")
+    return sorted(f.name.removesuffix(".yaml") for f in files.iterdir() if f.name.endswith(".yaml"))
+
+
+def example_path(name: str) -> Path:
+    names = example_names()
+    if name not in names:
+        raise UnknownNameError(["--example"], "example", name, names)
+    return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
+
+
+__all__ = ["GpuplanError", "ModelPreset", "ResolvedModel", "example_names", "example_path", "find_preset",
+           "load_activation_table", "load_overheads", "load_presets", "load_project", "parse_project",
+           "resolve_model"]
+
+
+class GpuRow(BaseModel):
+    """A row of data/gpus.toml (memory facts; the hardware catalog extends it)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    memory_gib: float = Field(gt=0, le=1024)
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+
+
+@lru_cache(maxsize=1)
+def load_gpus() -> dict[str, GpuRow]:
+    path = "gpuplan/data/gpus.toml"
+    data = _read_toml(_data_text("gpus.toml"), path)
+    out: dict[str, GpuRow] = {}
+    for i, row in enumerate(data.get("gpu", [])):
+        try:
+            gpu = GpuRow(**row)
+        except ValidationError as exc:
+            raise _row_error(path, row, i, exc) from None
+        out[gpu.id] = gpu
+    return out
+
+
+def find_gpu(name: str, loc: Sequence[str | int] = ("hardware", "gpu")) -> GpuRow:
+    gpus = load_gpus()
+    for g in gpus.values():
+        if name.lower() in (g.id, *(a.lower() for a in g.aliases)):
+            return g
+    raise UnknownNameError(loc, "gpu", name, list(gpus))

@@ -1,0 +1,365 @@
+"""Peak GPU memory per GPU for a training step or an inference prefill.
+
+The model follows what a trace of the real step shows (tests/trace/ compare the two):
+
+* static tensors from exact parameter counts: weights, gradients and optimizer states by precision,
+  optimizer, LoRA/QLoRA and sharding (ZeRO-1/2/3 = FSDP, tensor and pipeline parallel, CPU offload);
+* activations saved for backward, per layer and per token, from coefficients measured on the real
+  Hugging Face implementation of each architecture (data/activations.toml, scripts/fit_activations.py),
+  plus the LM head's logits and loss, dropout masks (1 byte each, as CUDA's fused dropout keeps them),
+  and, with gradient checkpointing, the layer inputs plus one layer recomputed during backward;
+* a phased peak: the largest of end-of-forward, start and end of backward, and optimizer step, with the
+  breakdown taken at that moment so the parts sum to the peak;
+* inference: weights by dtype (quantization metadata included), the KV cache (GQA, sliding windows, its
+  own dtype) and the largest prefill temporaries.
+
+Then the allocator's reserve and the CUDA context, cuBLAS and NCCL give the reserved and device levels.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from gpuplan.core.params import ParamCount
+from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, MemoryBreakdown, MemoryEstimate,
+                                     Note, Overheads)
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import Layout, Workload
+
+#: bytes per parameter of NF4 with double quantization: 4 bits + an 8-bit absmax per 64 weights
+#: + an fp32 scale per 256 absmax blocks (QLoRA paper, Dettmers et al. 2023, section 3)
+NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+#: int8 (LLM.int8 / fp8 row-wise): 1 byte + a 4-byte scale per output row (negligible per param)
+#: int4 (GPTQ/AWQ, group size 128): 4 bits + fp16 scale and 4-bit zero per 128 weights
+INT4_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
+WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM}
+ALLOC_BLOCK = 512  # the CUDA caching allocator rounds every block to 512 bytes
+
+
+class Resolved(BaseModel):
+    """Workload settings with the model's defaults filled in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch: int
+    seq: int
+    target: int
+    training: bool
+
+
+def resolve(arch: ModelArch, w: Workload) -> Resolved:
+    training = w.task != "inference"
+    if arch.kind in ("vit", "cnn"):
+        img = w.image_size or arch.image_size or 224
+        seq = (img // arch.patch_size) ** 2 + 1 if arch.kind == "vit" else img
+    elif training:
+        seq = w.sequence_length or min(arch.max_position_embeddings or 2048, 2048)
+    else:
+        seq = w.context_length or w.sequence_length or min(arch.max_position_embeddings or 4096, 4096)
+    batch = w.micro_batch_size if training else w.batch_size
+    return Resolved(batch=batch, seq=seq, target=w.target_length or seq, training=training)
+
+
+def regime_of(w: Workload) -> str:
+    """Which activation regime of data/activations.toml a workload runs in."""
+    if w.task in ("lora", "qlora"):
+        if w.precision == "fp32":
+            return "lora-fp32"
+        return "lora-bf16" if w.precision == "bf16" else "lora-amp"
+    if w.precision == "fp32":
+        return "fp32"
+    return "bf16" if w.precision == "bf16" else "amp"
+
+
+def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, tp: int) -> float:
+    """Bytes per token of one layer's saved activations (model-parallel widths divided by tp)."""
+    moe = arch.moe
+    split = (c.q * arch.q_dim + c.kv * arch.kv_dim + c.i * _dense_width(arch) + c.H * arch.num_heads
+             + c.Hs * arch.num_heads * seq + c.s * seq
+             + c.qg * (arch.q_dim if arch.num_kv_heads < arch.num_heads else 0))
+    if moe is not None:
+        split += (c.iek * moe.expert_intermediate_size * moe.experts_per_token + c.E * moe.num_experts
+                  + c.is_ * moe.shared_intermediate_size)
+    return c.h * arch.hidden_size + split / tp + c.r * rank + c.const
+
+
+def _dense_width(arch: ModelArch) -> int:
+    """The dense MLP width of the measured layer (MoE families measured with all layers MoE)."""
+    return arch.intermediate_size
+
+
+def activation_key(arch: ModelArch, w: Workload, ckpt: bool) -> str:
+    attn = "eager" if w.attention == "eager" else "sdpa"
+    return f"{arch.model_type}/{regime_of(w)}/{'ckpt' if ckpt else 'full'}/{attn}"
+
+
+def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[int, int]]:
+    """(layers, tokens per sequence) groups: encoder-decoders run two stacks."""
+    if arch.kind == "encoder-decoder":
+        return [(arch.num_layers, r.seq), (arch.num_decoder_layers, r.target)]
+    return [(arch.num_layers, r.seq)]
+
+
+def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool) -> float:
+    """1-byte masks CUDA's fused dropout keeps: two residual sites per layer, and attention probs (eager)."""
+    per = 0.0
+    if arch.hidden_dropout > 0:
+        per += 2 * arch.hidden_size
+    if arch.attention_dropout > 0 and eager:
+        per += arch.num_heads * seq
+    return per
+
+
+def _head_bytes(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> tuple[float, float, float]:
+    """(saved, forward transient, backward transient) bytes of the final norm, LM head, logits and loss."""
+    tokens = r.batch * (r.target if arch.kind == "encoder-decoder" else r.seq)
+    regime = regime_of(w)
+    beta = 4 if regime in ("fp32", "lora-fp32") else 2
+    if arch.kind in ("encoder", "vit", "cnn"):  # classification head: tiny
+        return 0.0, 0.0, 0.0
+    v = arch.vocab_size / tp
+    saved = tokens * (4 * v + 3 * 4 * arch.hidden_size)  # fp32 log-softmax output; final norm + head input
+    logits = tokens * v * beta  # the head's output, alive until the loss is taken
+    upcast = 0 if beta == 4 else tokens * v * 4  # the loss upcasts 16-bit logits to fp32
+    fwd = logits + upcast
+    bwd = 2 * tokens * v * 4 + logits  # grad of log-softmax output and input, then back to the head's dtype
+    return saved, fwd, bwd
+
+
+def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -> dict[str, float]:
+    """Weights, gradients, optimizer states and optimizer-step temporaries, per GPU."""
+    mp = lay.tp * lay.pp
+    total = p.total
+    notes: dict[str, float] = {}
+    lora = w.task in ("lora", "qlora")
+    if lora:
+        rank = (w.lora.rank if w.lora else 16)
+        trainable = lora_params(arch, rank)
+    else:
+        trainable = total
+    if w.task == "qlora":
+        quantized = p.block_linear_weights
+        weights = quantized * NF4_BYTES_PER_PARAM + (total - quantized) * 2 + trainable * 4
+    elif lora:
+        weights = total * (4 if w.precision == "fp32" else 2) + trainable * 4
+    else:
+        weights = total * (2 if w.precision == "bf16" else 4)
+    grad_b = 4 if (lora or w.precision != "bf16") else 2
+    state_b = 4 if (lora or w.precision != "bf16") else 2
+    per_param_states = {"adamw": 2 * state_b, "adamw-8bit": 2 + 8 / 2048, "adafactor": 0.0, "sgd": state_b}
+    optimizer = trainable * per_param_states[w.optimizer]
+    if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
+        optimizer = adafactor_state_elements(arch, p, trainable if lora else None) * state_b
+    temp = trainable * (state_b if w.optimizer == "adamw" else 0)  # foreach AdamW: one state-sized temporary
+    gradients = trainable * grad_b
+    weights /= mp
+    gradients /= mp
+    optimizer /= mp
+    temp /= mp
+    if lay.zero >= 3:
+        weights /= dp
+    if lay.zero >= 2:
+        gradients /= dp
+    if lay.zero >= 1:
+        optimizer /= dp
+        temp /= dp
+    if lay.offload in ("optimizer", "params"):
+        optimizer = 0.0
+        temp = 0.0
+    if lay.offload == "params":
+        weights = 0.0
+    notes.update(weights=weights, gradients=gradients, optimizer=optimizer, optimizer_temp=temp,
+                 trainable=trainable)
+    return notes
+
+
+def lora_params(arch: ModelArch, rank: int) -> int:
+    """Adapter parameters for 'all-linear' targets: r x (in + out) per linear of every block."""
+    h, q, kv = arch.hidden_size, arch.q_dim, arch.kv_dim
+    attn = (h + q) + 2 * (h + kv) + (q + h)
+    n_mlp = 3 if arch.mlp_gated else 2
+    mlp = n_mlp * (h + arch.intermediate_size)
+    if arch.kind == "encoder-decoder":
+        dec = 2 * attn + mlp
+        return rank * (arch.num_layers * (attn + mlp) + arch.num_decoder_layers * dec)
+    if arch.moe is not None:
+        e = arch.moe
+        moe_mlp = e.num_experts * n_mlp * (h + e.expert_intermediate_size) + (h + e.num_experts)
+        if e.shared_intermediate_size:
+            moe_mlp += n_mlp * (h + e.shared_intermediate_size) + (h + 1)
+        dense = arch.num_layers - e.moe_layers
+        return rank * (arch.num_layers * attn + e.moe_layers * moe_mlp + dense * mlp)
+    return rank * arch.num_layers * (attn + mlp)
+
+
+def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | None) -> float:
+    """Elements of Adafactor's factored state: rows + columns per matrix, everything for vectors."""
+    if trainable is not None:
+        return trainable * 0.05  # LoRA adapters are thin matrices: rows + cols ~ (r + n)/(r n) of them
+    h, q, kv, i = arch.hidden_size, arch.q_dim, arch.kv_dim, arch.intermediate_size
+    per_layer = (h + q) * 2 + (h + kv) * 2 + (2 if arch.mlp_gated else 1) * (h + i) + (i + h)
+    layers = arch.num_layers + arch.num_decoder_layers
+    vectors = p.total - p.block_linear_weights - arch.vocab_size * arch.hidden_size
+    return layers * per_layer + (arch.vocab_size + arch.hidden_size) * 2 + max(vectors, 0)
+
+
+def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
+                      table: ActivationTable, oh: Overheads) -> MemoryEstimate:
+    r = resolve(arch, w)
+    notes: list[Note] = []
+    dp = max(gpus // (lay.tp * lay.pp), 1)
+    st = _static(arch, p, w, lay, dp)
+    rank = w.lora.rank if (w.lora and w.task in ("lora", "qlora")) else (16 if w.task in ("lora", "qlora") else 0)
+    eager = w.attention == "eager"
+    ckpt = w.gradient_checkpointing
+
+    full_c = _coefficients(arch, w, False, table, notes)
+    saved_layer = 0.0  # bytes saved over all layers
+    one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
+    for layers, seq in _layers_tokens(arch, r):
+        tokens = r.batch * seq
+        full = _per_token(full_c, arch, seq, rank, lay.tp) + _dropout_mask_bytes_per_token(arch, seq, eager)
+        layers_here = layers / lay.pp * min(lay.pp, _microbatches(w, r, dp))
+        if ckpt:
+            ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp)
+            saved_layer += layers_here * tokens * ck
+        else:
+            saved_layer += layers_here * tokens * full
+        one_layer = max(one_layer, tokens * full)
+    head_saved, head_fwd, head_bwd = _head_bytes(arch, r, w, lay.tp)
+    embed = r.batch * r.seq * arch.hidden_size * (2 if regime_of(w) in ("bf16", "lora-bf16", "lora-amp") else 4)
+    activations = saved_layer + head_saved + embed
+    recompute = one_layer if ckpt else 0.0
+
+    # autocast's 16-bit copies of fp32 weights live from their first use in forward until backward frees them
+    amp_casts = 0.0
+    if w.task not in ("lora", "qlora") and w.precision in ("fp16-mixed", "bf16-mixed", "fp8-mixed"):
+        amp_casts = (p.block_linear_weights + (0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size))
+        amp_casts *= 2 if w.precision != "fp8-mixed" else 1
+        amp_casts /= lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
+    zero3_work = 0.0
+    if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
+        zero3_work = 2 * p.blocks / max(arch.num_layers + arch.num_decoder_layers, 1) * 2 / (lay.tp)
+    ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
+    if ddp_buckets:
+        notes.append(Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
+                          "buckets beside the gradients: one more gradient-sized buffer"))
+    W, O, G = st["weights"], st["optimizer"], st["gradients"]
+    layer_grad = G / max(arch.num_layers + arch.num_decoder_layers, 1)
+    fixed_other = zero3_work + ddp_buckets
+    phases = {
+        "forward": dict(weights=W, optimizer=O, gradients=0.0, activations=activations,
+                        other=amp_casts + head_fwd + recompute * 0 + fixed_other),
+        "backward": dict(weights=W, optimizer=O, gradients=layer_grad, activations=activations,
+                         other=amp_casts + head_bwd + recompute + fixed_other),
+        "backward-end": dict(weights=W, optimizer=O, gradients=G, activations=embed,
+                             other=fixed_other + recompute),
+        "optimizer": dict(weights=W, optimizer=O, gradients=G, activations=0.0,
+                          other=st["optimizer_temp"] + fixed_other),
+    }
+    return _finish(phases, oh, gpus, lay, training=True, notes=notes, kv=0.0)
+
+
+def _microbatches(w: Workload, r: Resolved, dp: int) -> int:
+    if w.global_batch_size:
+        return max(w.global_batch_size // (r.batch * dp), 1)
+    return 1
+
+
+def _coefficients(arch: ModelArch, w: Workload, ckpt: bool, table: ActivationTable,
+                  notes: list[Note]) -> ActivationCoefficients:
+    key = activation_key(arch, w, ckpt)
+    row = table.rows.get(key)
+    if row is None:  # e.g. a combination not measured: fall back to the sdpa / llama row, and say so
+        for alt in (key.replace("/eager", "/sdpa"), f"llama/{key.split('/', 1)[1]}"):
+            if alt in table.rows:
+                notes.append(Note(code="activation-fallback", severity="warning",
+                                  message=f"no measured activation coefficients for {key}; used {alt}"))
+                return table.rows[alt]
+        raise KeyError(key)
+    return row
+
+
+def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
+                       oh: Overheads) -> MemoryEstimate:
+    r = resolve(arch, w)
+    notes: list[Note] = []
+    dtype = w.weights_dtype or "bf16"
+    wb = WEIGHT_BYTES[dtype]
+    mp = lay.tp * lay.pp
+    if wb < 2:  # quantized: embeddings, head and norms stay in 16 bits
+        quantized = p.block_linear_weights
+        weights = quantized * wb + (p.total - quantized) * 2
+    else:
+        weights = p.total * wb
+    weights /= mp
+    kv_b = {"bf16": 2, "fp16": 2, "fp8": 1}[w.kv_cache_dtype or ("fp16" if dtype == "fp16" else "bf16")]
+    kv = kv_cache_bytes(arch, r.batch, r.seq, kv_b) / mp
+    beta = 4 if dtype == "fp32" else 2
+    tokens = r.batch * r.seq
+    # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out
+    mlp_width = max(arch.intermediate_size, (arch.moe.expert_intermediate_size * arch.moe.experts_per_token
+                                             if arch.moe else 0))
+    layer_tmp = tokens * beta * (3 * mlp_width + 2 * arch.q_dim + arch.hidden_size * 2) / lay.tp
+    if w.attention == "eager":
+        layer_tmp += r.batch * arch.num_heads * r.seq * r.seq * (beta + 4) / lay.tp
+    logits = r.batch * arch.vocab_size * 4 / lay.tp  # last position only, as generate() asks for
+    phases = {"prefill": dict(weights=weights, optimizer=0.0, gradients=0.0, activations=layer_tmp,
+                              other=logits)}
+    return _finish(phases, oh, gpus, lay, training=False, notes=notes, kv=kv)
+
+
+def kv_cache_bytes(arch: ModelArch, batch: int, context: int, dtype_bytes: int) -> float:
+    """K and V for every layer: sliding-window layers keep at most the window."""
+    if arch.kind not in ("decoder", "encoder-decoder"):
+        return 0.0
+    per_token_layer = 2 * arch.kv_dim * dtype_bytes * batch
+    global_layers = arch.num_layers - arch.sliding_window_layers
+    total = global_layers * context
+    if arch.sliding_window:
+        total += arch.sliding_window_layers * min(context, arch.sliding_window)
+    return per_token_layer * total
+
+
+def _round(n: float) -> int:
+    return int(math.ceil(n / ALLOC_BLOCK) * ALLOC_BLOCK)
+
+
+def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
+            notes: list[Note], kv: float) -> MemoryEstimate:
+    totals = {name: sum(parts.values()) + kv for name, parts in phases.items()}
+    peak_phase = max(totals, key=lambda k: totals[k])
+    parts = phases[peak_phase]
+    bd = MemoryBreakdown(
+        weights_bytes=_round(parts["weights"]), gradients_bytes=_round(parts["gradients"]),
+        optimizer_bytes=_round(parts["optimizer"]), activations_bytes=_round(parts["activations"]),
+        kv_cache_bytes=_round(kv), other_bytes=_round(parts["other"]),
+    )
+    peak = bd.total
+    frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
+    rnd = oh.allocator_rounding_bytes
+    reserved = int(math.ceil(peak * (1 + frac) / rnd) * rnd)
+    communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
+    device = reserved + oh.cuda_context_bytes + oh.cublas_workspace_bytes + communicators * oh.nccl_bytes_per_communicator
+    names = {"weights_bytes": "weights", "gradients_bytes": "gradients", "optimizer_bytes": "optimizer states",
+             "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries"}
+    dump = bd.model_dump()
+    dominant = names[max(dump, key=lambda k: dump[k])]
+    phase_name = "backward" if peak_phase == "backward-end" else peak_phase
+    return MemoryEstimate(
+        breakdown=bd, peak_phase=phase_name, phase_peaks_bytes={k: _round(v) for k, v in totals.items()},
+        peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device, dominant=dominant, gpus=gpus,
+        layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "dp": max(gpus // (lay.tp * lay.pp), 1),
+                "offload": lay.offload},
+        notes=notes,
+    )
+
+
+def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
+                    table: ActivationTable, oh: Overheads) -> MemoryEstimate:
+    """Peak memory per GPU of `w` on `gpus` GPUs laid out as `lay`."""
+    if w.task == "inference":
+        return estimate_inference(arch, p, w, lay, gpus, oh)
+    return estimate_training(arch, p, w, lay, gpus, table, oh)

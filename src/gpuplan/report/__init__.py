@@ -1,0 +1,1 @@
+"""Rendering results for people: text (rich) and JSON. No estimation here."""

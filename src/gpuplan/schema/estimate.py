@@ -1,0 +1,94 @@
+"""Results of the estimator: memory per GPU with its breakdown, and the assumptions behind it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Note(_Frozen):
+    """A warning or an assumption the estimate rests on; data, not a log line."""
+
+    code: str
+    message: str
+    severity: Literal["info", "warning"] = "info"
+
+
+class ActivationCoefficients(_Frozen):
+    """Bytes saved for backward per token and per layer, as a linear combination of the layer's widths:
+    h hidden, q query width, kv key/value width, i MLP width, H heads, Hs heads x sequence (eager scores),
+    s sequence (eager masks), qg query width when K/V are repeated for GQA (eager), r LoRA rank,
+    iek routed expert width x experts per token, E experts, is shared-expert width, and a constant."""
+
+    h: float = 0.0
+    q: float = 0.0
+    kv: float = 0.0
+    i: float = 0.0
+    H: float = 0.0
+    Hs: float = 0.0
+    s: float = 0.0
+    qg: float = 0.0
+    r: float = 0.0
+    iek: float = 0.0
+    E: float = 0.0
+    is_: float = Field(0.0, alias="is")
+    const: float = Field(0.0, alias="1")
+    max_rel_error: float = 0.0
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ActivationTable(_Frozen):
+    """Measured activation coefficients, keyed "model_type/regime/full|ckpt/sdpa|eager"."""
+
+    source: str
+    as_of: str
+    rows: dict[str, ActivationCoefficients]
+
+
+class Overheads(_Frozen):
+    """Constants outside the tensors themselves (data/overheads.toml, each with its source)."""
+
+    cuda_context_bytes: int
+    cublas_workspace_bytes: int
+    nccl_bytes_per_communicator: int
+    allocator_fraction_training: float
+    allocator_fraction_inference: float
+    allocator_rounding_bytes: int
+    ddp_bucket_bytes: int
+
+
+class MemoryBreakdown(_Frozen):
+    """Bytes on one GPU at its peak, by what holds them. The parts sum to `peak_tensor_bytes`."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    kv_cache_bytes: int
+    other_bytes: int
+
+    @property
+    def total(self) -> int:
+        return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
+                + self.kv_cache_bytes + self.other_bytes)
+
+
+class MemoryEstimate(_Frozen):
+    """Peak GPU memory per GPU, at three levels, with the breakdown at the moment of the peak."""
+
+    breakdown: MemoryBreakdown
+    peak_phase: str  # forward | backward | optimizer | prefill
+    phase_peaks_bytes: dict[str, int]
+    peak_tensor_bytes: int  # torch.cuda.max_memory_allocated
+    reserved_bytes: int  # torch.cuda.max_memory_reserved
+    device_bytes: int  # what nvidia-smi shows for the process
+    dominant: str
+    gpus: int
+    layout: dict[str, int | str]
+    notes: list[Note] = Field(default_factory=list)

@@ -1,0 +1,105 @@
+"""ModelArch: what gpuplan knows of a model's architecture, enough to count its parameters exactly
+and to size its activations and KV cache. Built from a Hugging Face config.json (catalog/hf_config.py),
+for built-in presets and user files alike."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+ModelKind = Literal["decoder", "encoder", "encoder-decoder", "vit", "cnn"]
+NormKind = Literal["rmsnorm", "layernorm"]
+Positions = Literal["rope", "learned", "alibi", "relative", "none"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MoE(_Frozen):
+    """Mixture-of-experts feed-forward blocks."""
+
+    num_experts: PositiveInt
+    experts_per_token: PositiveInt
+    expert_intermediate_size: PositiveInt
+    #: a shared (always active) expert's intermediate size; 0 when there is none
+    shared_intermediate_size: int = Field(0, ge=0)
+    #: qwen2_moe gates the shared expert with a (hidden -> 1) linear
+    shared_expert_gate: bool = False
+    #: how many of the layers are MoE (the others use the dense MLP of `intermediate_size`)
+    moe_layers: PositiveInt
+
+
+class ResNetStages(_Frozen):
+    """A ResNet's stem and stages (HF ResNetConfig)."""
+
+    embedding_size: PositiveInt
+    hidden_sizes: list[PositiveInt]
+    depths: list[PositiveInt]
+    layer_type: Literal["basic", "bottleneck"]
+    downsample_in_first_stage: bool = False
+    downsample_in_bottleneck: bool = False
+
+
+class ModelArch(_Frozen):
+    """A model's architecture. Sizes are element counts; nothing here is in bytes."""
+
+    model_type: str
+    kind: ModelKind
+    hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    head_dim: PositiveInt
+    intermediate_size: PositiveInt
+    vocab_size: int = Field(ge=0)
+    max_position_embeddings: int = Field(0, ge=0)
+
+    positions: Positions = "rope"
+    #: rows of a learned position table (gpt2 n_positions, bert max_position_embeddings)
+    position_rows: int = Field(0, ge=0)
+    token_type_rows: int = Field(0, ge=0)
+    tie_word_embeddings: bool = True
+    norm: NormKind = "rmsnorm"
+    norm_bias: bool = False
+    #: norms inside one block (2 usually; 1 for parallel blocks; 4 in gemma2/3)
+    norms_per_layer: int = Field(2, ge=0)
+    qk_norm: bool = False
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_gated: bool = True
+    mlp_bias: bool = False
+    activation: str = "silu"
+    parallel_residual: bool = False
+    embedding_norm: bool = False
+    final_norm: bool = True
+    lm_head_bias: bool = False
+    moe: MoE | None = None
+    #: sliding-window attention: window tokens and how many layers use it (the others are global)
+    sliding_window: int | None = None
+    sliding_window_layers: int = Field(0, ge=0)
+    #: encoder-decoder: decoder depth; relative position buckets
+    num_decoder_layers: int = Field(0, ge=0)
+    relative_attention_num_buckets: int = Field(0, ge=0)
+    #: classification heads (encoders, vision): labels; pooler (bert)
+    num_labels: int = Field(0, ge=0)
+    pooler: bool = False
+    #: vision transformers / CNNs
+    image_size: int = Field(0, ge=0)
+    patch_size: int = Field(0, ge=0)
+    num_channels: int = Field(3, ge=0)
+    resnet: ResNetStages | None = None
+    #: dropout probabilities the model applies in training (masks cost memory)
+    attention_dropout: float = Field(0.0, ge=0, le=1)
+    hidden_dropout: float = Field(0.0, ge=0, le=1)
+    #: the dtype the checkpoint is stored in (config torch_dtype), informational
+    torch_dtype: str | None = None
+
+    @property
+    def q_dim(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.num_kv_heads * self.head_dim

@@ -1,0 +1,158 @@
+"""The project file: what the user wants to train or serve, under which goals and constraints.
+
+YAML (or JSON) with these top-level keys: name, model, workload, data, goals, growth, constraints,
+deployment, hardware. Unknown keys, wrong types and impossible values are errors naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference"]
+Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
+Optimizer = Literal["adamw", "adamw-8bit", "adafactor", "sgd"]
+Attention = Literal["sdpa", "eager", "flash"]
+WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+KvDtype = Literal["bf16", "fp16", "fp8"]
+Modality = Literal["text", "image", "audio", "video", "tabular"]
+Purpose = Literal["experiment", "production"]
+Objective = Literal["cost", "time", "balanced"]
+Currency = Literal["EUR", "USD"]
+BudgetPeriod = Literal["total", "monthly"]
+DeploymentOption = Literal["on-prem", "managed", "cloud"]
+Offload = Literal["none", "optimizer", "params"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelRef(_Section):
+    """Which model: exactly one of a built-in preset, a local config.json, or a Hub id."""
+
+    preset: str | None = None
+    hf_config: str | None = None
+    hf_id: str | None = Field(None, pattern=r"^[\w.\-]+/[\w.\-]+$")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelRef:
+        given = [k for k in ("preset", "hf_config", "hf_id") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of preset, hf_config, hf_id" + (f" (got {', '.join(given)})" if given else "")
+            )
+        return self
+
+
+class LoraSpec(_Section):
+    rank: PositiveInt = 16
+    alpha: PositiveFloat = 32.0
+    #: module names as in the model (q_proj, v_proj, ...); "all-linear" adapts every linear of the blocks
+    targets: list[str] = Field(default_factory=lambda: ["all-linear"])
+
+
+class Workload(_Section):
+    task: Task
+    precision: Precision = "bf16-mixed"
+    optimizer: Optimizer = "adamw"
+    micro_batch_size: PositiveInt = 1
+    global_batch_size: PositiveInt | None = None
+    sequence_length: PositiveInt | None = None
+    target_length: PositiveInt | None = None
+    image_size: PositiveInt | None = None
+    gradient_checkpointing: bool = False
+    attention: Attention = "sdpa"
+    lora: LoraSpec | None = None
+    tokens: PositiveFloat | None = None
+    epochs: PositiveFloat | None = None
+    batch_size: PositiveInt = 1
+    context_length: PositiveInt | None = None
+    output_tokens: PositiveInt | None = None
+    weights_dtype: WeightsDtype | None = None
+    kv_cache_dtype: KvDtype | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
+            raise ValueError("global_batch_size must be at least micro_batch_size")
+        if self.lora is not None and self.task not in ("lora", "qlora"):
+            raise ValueError(f"lora settings only apply to task lora or qlora, not {self.task}")
+        return self
+
+
+class Data(_Section):
+    samples: PositiveInt | None = None
+    size_gb: PositiveFloat | None = None
+    modality: Modality = "text"
+
+
+class Budget(_Section):
+    amount: PositiveFloat
+    currency: Currency = "EUR"
+    period: BudgetPeriod = "total"
+
+
+class Goals(_Section):
+    purpose: Purpose = "experiment"
+    deadline_days: PositiveFloat | None = None
+    objective: Objective = "balanced"
+    budget: Budget | None = None
+
+
+class Growth(_Section):
+    model_scale: float = Field(1.0, ge=1.0)
+    data_scale: float = Field(1.0, ge=1.0)
+    horizon_months: PositiveInt = 36
+
+
+class Constraints(_Section):
+    gpus: list[str] = Field(default_factory=list)
+    exclude_gpus: list[str] = Field(default_factory=list)
+    datacenter_only: bool = False
+    max_gpus_per_server: PositiveInt | None = None
+
+
+class Deployment(_Section):
+    options: list[DeploymentOption] = Field(default_factory=lambda: ["on-prem", "managed", "cloud"])
+
+
+class Layout(_Section):
+    """How the model is spread over the GPUs: ZeRO/FSDP stage, tensor and pipeline parallel degrees."""
+
+    zero: int = Field(0, ge=0, le=3)
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    offload: Offload = "none"
+
+
+class Hardware(_Section):
+    """A fixed GPU type, count and layout to evaluate."""
+
+    gpu: str | None = None
+    gpus: PositiveInt = 1
+    layout: Layout = Field(default_factory=Layout)
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> Hardware:
+        mp = self.layout.tp * self.layout.pp
+        if self.gpus % mp:
+            raise ValueError(f"gpus ({self.gpus}) must be a multiple of tp × pp ({mp})")
+        if self.layout.offload != "none" and self.layout.zero == 0:
+            raise ValueError("offload needs ZeRO (zero: 1-3; offload: params needs zero: 3)")
+        if self.layout.offload == "params" and self.layout.zero != 3:
+            raise ValueError("offload: params needs zero: 3")
+        return self
+
+
+class Project(_Section):
+    name: str = "project"
+    model: ModelRef
+    workload: Workload
+    data: Data = Field(default_factory=Data)
+    goals: Goals = Field(default_factory=Goals)
+    growth: Growth = Field(default_factory=Growth)
+    constraints: Constraints = Field(default_factory=Constraints)
+    deployment: Deployment = Field(default_factory=Deployment)
+    hardware: Hardware | None = None

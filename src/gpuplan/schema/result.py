@@ -1,0 +1,58 @@
+"""What `gpuplan estimate` returns: the model, the resolved workload, the hardware and the memory per GPU.
+JSON keys carry their units; byte counts are integers."""
+
+from __future__ import annotations
+
+import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.schema.estimate import Note
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ModelInfo(_Out):
+    name: str
+    origin: str
+    model_type: str
+    parameters: int
+    trainable_parameters: int
+    active_parameters: int
+    source: str | None = None
+    as_of: datetime.date | None = None
+
+
+class HardwareInfo(_Out):
+    gpu: str | None
+    gpus: int
+    layout: dict[str, int | str]
+    gpu_memory_bytes: int | None = None
+
+
+class MemoryOut(_Out):
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    kv_cache_bytes: int
+    other_bytes: int
+    peak_tensor_bytes: int
+    reserved_bytes: int
+    device_bytes: int
+    peak_phase: str
+    phase_peaks_bytes: dict[str, int]
+    dominant: str
+    fits: bool | None = None
+    headroom_bytes: int | None = None
+
+
+class EstimateResult(_Out):
+    project: str
+    model: ModelInfo
+    workload: dict[str, object]
+    hardware: HardwareInfo
+    memory: MemoryOut
+    notes: list[Note] = Field(default_factory=list)

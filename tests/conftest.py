@@ -1,0 +1,26 @@
+"""Shared fixtures: paths to the real Hugging Face configs in ../shared/hf-configs (read-only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HF_CONFIGS = ROOT.parent / "shared" / "hf-configs"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def hf_config(name: str) -> dict:
+    """A real config.json: from ../shared/hf-configs, else the copy in tests/fixtures/hf-configs."""
+    for folder in (HF_CONFIGS, FIXTURES / "hf-configs"):
+        path = folder / f"{name}.json"
+        if path.exists():
+            return json.loads(path.read_text())
+    pytest.skip(f"{name}.json not available")
+
+
+@pytest.fixture
+def llama3_8b() -> dict:
+    return hf_config("llama-3-8b")
