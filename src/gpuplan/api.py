@@ -7,7 +7,8 @@ from typing import Any
 
 from gpuplan.catalog.loader import (find_gpu, load_activation_table, load_overheads, load_project, parse_project,
                                     resolve_model)
-from gpuplan.core.memory import estimate_memory, lora_params, resolve
+from gpuplan.core.lora import lora_params
+from gpuplan.core.memory import estimate_memory, resolve
 from gpuplan.core.params import count_params
 from gpuplan.errors import InputError
 from gpuplan.schema.project import Hardware, Layout, Project
@@ -44,9 +45,10 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         raise InputError(["workload", "kv_cache_dtype"], f"{arch.model_type} keeps no KV cache")
     params = count_params(arch)
     mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, load_activation_table(), load_overheads())
-    rank = (w.lora.rank if w.lora else 16)
-    trainable = 0 if w.task == "inference" else (lora_params(arch, rank) if w.task in ("lora", "qlora")
-                                                  else params.total)
+    lora = w.lora
+    trainable = 0 if w.task == "inference" else (
+        lora_params(arch, lora.rank if lora else 16, lora.targets if lora else None)
+        if w.task in ("lora", "qlora") else params.total)
     r = resolve(arch, w)
     gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
     bd = mem.breakdown

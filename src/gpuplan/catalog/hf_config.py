@@ -61,6 +61,13 @@ def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int
     return int(window), n_layers
 
 
+#: transformers' class defaults when a config omits num_key_value_heads / head_dim (None: the head count /
+#: hidden // heads). Checked against transformers 5.24.
+_KV_DEFAULT = {"mistral": 8, "mixtral": 8, "qwen2": 32, "qwen2_moe": 16, "qwen3": 32, "qwen3_moe": 4, "gemma": 16,
+               "gemma2": 4, "gemma3_text": 4, "stablelm": 32}
+_HEAD_DIM_DEFAULT = {"qwen3": 128, "gemma": 256, "gemma2": 256, "gemma3_text": 256}
+
+
 def _llama_like(r: _Reader, model_type: str, **overrides: Any) -> dict[str, Any]:
     h = r.int("hidden_size")
     heads = r.int("num_attention_heads")
@@ -71,8 +78,8 @@ def _llama_like(r: _Reader, model_type: str, **overrides: Any) -> dict[str, Any]
         hidden_size=h,
         num_layers=n_layers,
         num_heads=heads,
-        num_kv_heads=r.int("num_key_value_heads", default=heads),
-        head_dim=r.int("head_dim", default=h // heads),
+        num_kv_heads=r.int("num_key_value_heads", default=_KV_DEFAULT.get(model_type, heads)),
+        head_dim=r.int("head_dim", default=_HEAD_DIM_DEFAULT.get(model_type, h // heads)),
         intermediate_size=r.int("intermediate_size"),
         vocab_size=r.int("vocab_size"),
         max_position_embeddings=r.int("max_position_embeddings", default=0),

@@ -22,6 +22,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from gpuplan.core.lora import lora_params
 from gpuplan.core.params import ParamCount
 from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, MemoryBreakdown, MemoryEstimate,
                                      Note, Overheads)
@@ -135,8 +136,7 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     notes: dict[str, float] = {}
     lora = w.task in ("lora", "qlora")
     if lora:
-        rank = (w.lora.rank if w.lora else 16)
-        trainable = lora_params(arch, rank)
+        trainable = lora_params(arch, w.lora.rank if w.lora else 16, w.lora.targets if w.lora else None)
     else:
         trainable = total
     if w.task == "qlora":
@@ -173,25 +173,6 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     notes.update(weights=weights, gradients=gradients, optimizer=optimizer, optimizer_temp=temp,
                  trainable=trainable)
     return notes
-
-
-def lora_params(arch: ModelArch, rank: int) -> int:
-    """Adapter parameters for 'all-linear' targets: r x (in + out) per linear of every block."""
-    h, q, kv = arch.hidden_size, arch.q_dim, arch.kv_dim
-    attn = (h + q) + 2 * (h + kv) + (q + h)
-    n_mlp = 3 if arch.mlp_gated else 2
-    mlp = n_mlp * (h + arch.intermediate_size)
-    if arch.kind == "encoder-decoder":
-        dec = 2 * attn + mlp
-        return rank * (arch.num_layers * (attn + mlp) + arch.num_decoder_layers * dec)
-    if arch.moe is not None:
-        e = arch.moe
-        moe_mlp = e.num_experts * n_mlp * (h + e.expert_intermediate_size) + (h + e.num_experts)
-        if e.shared_intermediate_size:
-            moe_mlp += n_mlp * (h + e.shared_intermediate_size) + (h + 1)
-        dense = arch.num_layers - e.moe_layers
-        return rank * (arch.num_layers * attn + e.moe_layers * moe_mlp + dense * mlp)
-    return rank * arch.num_layers * (attn + mlp)
 
 
 def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | None) -> float:

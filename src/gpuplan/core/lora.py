@@ -1,0 +1,111 @@
+"""LoRA adapters: which linear layers a target list adapts, and how many parameters that adds.
+
+Module names are those of the Hugging Face implementation (q_proj, query_key_value, c_attn, wi_0, ...);
+"all-linear" adapts every linear layer except the output head, as PEFT does. Mixture-of-experts blocks
+follow PEFT 0.21 on transformers 5: mixtral/qwen3_moe fused expert weights get one adapter per expert
+(rank r each), qwen2_moe's routed experts are not adapted (only its shared expert and gate). "all-linear" also adapts the classification heads of encoders
+and ViT (PEFT excludes only the output embeddings)."""
+
+from __future__ import annotations
+
+from gpuplan.schema.model import ModelArch
+
+Linear = tuple[str, int, int, int]  # (module name, in features, out features, how many in the model)
+
+_FUSED_QKV = {"gpt_neox": "query_key_value", "falcon": "query_key_value", "bloom": "query_key_value",
+              "phi3": "qkv_proj", "gpt2": "c_attn"}
+_NAMES = {
+    "default": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+    "phi": ("q_proj", "k_proj", "v_proj", "dense", "fc1", "fc1", "fc2"),
+    "gpt2": ("c_attn", "c_attn", "c_attn", "c_proj", "c_fc", "c_fc", "c_proj"),
+    "gpt_neox": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
+    "falcon": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
+    "bloom": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
+    "bert": ("query", "key", "value", "dense", "dense", "dense", "dense"),
+    "vit": ("q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc1", "fc2"),
+    "t5": ("q", "k", "v", "o", "wi_0", "wi_1", "wo"),
+}
+
+
+def block_linears(arch: ModelArch) -> list[Linear]:
+    """Every linear layer of the model's blocks (and pooler/classifier dense layers), with multiplicity."""
+    h, q, kv, i = arch.hidden_size, arch.q_dim, arch.kv_dim, arch.intermediate_size
+    family = {"roberta": "bert", "mt5": "t5"}.get(arch.model_type, arch.model_type)
+    qn, kn, vn, on, gn, un, dn = _NAMES.get(family, _NAMES["default"])
+    n = arch.num_layers
+    out: list[Linear] = []
+    if arch.model_type in _FUSED_QKV:
+        out.append((_FUSED_QKV[arch.model_type], h, q + 2 * kv, n))
+    else:
+        out += [(qn, h, q, n), (kn, h, kv, n), (vn, h, kv, n)]
+    out.append((on, q, h, n))
+    if family == "t5":  # decoder: self-attention + cross-attention, both q/k/v/o
+        d = arch.num_decoder_layers
+        out += [(qn, h, q, 2 * d), (kn, h, kv, 2 * d), (vn, h, kv, 2 * d), (on, q, h, 2 * d)]
+        mlp_layers = n + d
+        if arch.mlp_gated:
+            out += [("wi_0", h, i, mlp_layers), ("wi_1", h, i, mlp_layers)]
+        else:
+            out.append(("wi", h, i, mlp_layers))
+        out.append(("wo", i, h, mlp_layers))
+        return out
+    dense_layers = n - (arch.moe.moe_layers if arch.moe else 0)
+    if arch.model_type == "phi3":
+        out.append(("gate_up_proj", h, 2 * i, dense_layers))
+    elif arch.mlp_gated:
+        out += [(gn, h, i, dense_layers), (un, h, i, dense_layers)]
+    else:
+        out.append((gn, h, i, dense_layers))
+    out.append((dn, i, h, dense_layers))
+    if arch.moe is not None:
+        m, e = arch.moe, arch.moe.moe_layers
+        if arch.model_type != "qwen2_moe":  # qwen2_moe's router is not a plain Linear PEFT adapts
+            out.append(("gate", h, m.num_experts, e))
+        if m.shared_intermediate_size:
+            s = m.shared_intermediate_size
+            out += [("gate_proj", h, s, e), ("up_proj", h, s, e), ("down_proj", s, h, e),
+                    ("shared_expert_gate", h, 1, e)]
+    if arch.pooler:  # bert: pooler dense, then the classifier
+        out += [("dense", h, h, 1), ("classifier", h, arch.num_labels, 1)]
+    elif arch.kind == "encoder":  # roberta's classification head: dense + out_proj
+        out += [("dense", h, h, 1), ("out_proj", h, arch.num_labels, 1)]
+    elif arch.kind == "vit":
+        out.append(("classifier", h, arch.num_labels, 1))
+    return out
+
+
+def _expert_adapters(arch: ModelArch, rank: int) -> int:
+    """PEFT's adapters on fused 3-D expert weights: rank 2r per expert on the fused gate_up (r for each of
+    gate and up), rank r on down."""
+    m = arch.moe
+    if m is None or arch.model_type == "qwen2_moe":
+        return 0
+    h, ie = arch.hidden_size, m.expert_intermediate_size
+    return m.moe_layers * rank * m.num_experts * (2 * (h + 2 * ie) + (ie + h))
+
+
+def lora_params(arch: ModelArch, rank: int, targets: list[str] | None = None) -> int:
+    """Adapter parameters: r x (in + out) for each targeted linear layer."""
+    targets = targets or ["all-linear"]
+    every = "all-linear" in targets
+    wanted = set(targets)
+    if not every and arch.model_type in _FUSED_QKV:  # asking for q/k/v on a fused model means the fused layer
+        if wanted & {"q_proj", "k_proj", "v_proj", "query", "key", "value"}:
+            wanted.add(_FUSED_QKV[arch.model_type])
+    total = 0
+    seen_fused = False
+    for name, n_in, n_out, count in block_linears(arch):
+        if every or name in wanted:
+            if name == _FUSED_QKV.get(arch.model_type) and arch.model_type == "gpt2":
+                if seen_fused:
+                    continue
+                seen_fused = True
+            total += rank * (n_in + n_out) * count
+    if every or "experts" in wanted:
+        total += _expert_adapters(arch, rank)
+    return total
+
+
+def known_module_names(arch: ModelArch) -> set[str]:
+    return {name for name, *_ in block_linears(arch)} | {"all-linear"} | (
+        {"experts"} if arch.moe else set())
