@@ -82,7 +82,8 @@ def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, 
              + c.qg * (arch.q_dim if arch.num_kv_heads < arch.num_heads else 0))
     if moe is not None:
         split += (c.iek * moe.expert_intermediate_size * moe.experts_per_token + c.E * moe.num_experts
-                  + c.is_ * moe.shared_intermediate_size)
+                  + c.is_ * moe.shared_intermediate_size + c.Er * moe.num_experts * rank
+                  + c.Eie * moe.num_experts * moe.expert_intermediate_size)
     return c.h * arch.hidden_size + split / tp + c.r * rank + c.const
 
 
@@ -92,24 +93,26 @@ def _dense_width(arch: ModelArch) -> int:
 
 
 def activation_key(arch: ModelArch, w: Workload, ckpt: bool) -> str:
-    attn = "eager" if w.attention == "eager" else "sdpa"
+    attn = "eager" if (w.attention == "eager" and not ckpt) else "sdpa"  # ckpt keeps layer inputs only
     return f"{arch.model_type}/{regime_of(w)}/{'ckpt' if ckpt else 'full'}/{attn}"
 
 
-def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[int, int]]:
-    """(layers, tokens per sequence) groups: encoder-decoders run two stacks."""
+def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[float, int]]:
+    """(layers, tokens per sequence) groups. Encoder-decoder coefficients are measured per encoder+decoder
+    layer pair, so each stack counts as half a pair per layer (exact when input and target lengths match)."""
     if arch.kind == "encoder-decoder":
-        return [(arch.num_layers, r.seq), (arch.num_decoder_layers, r.target)]
+        return [(arch.num_layers / 2, r.seq), (arch.num_decoder_layers / 2, r.target)]
     return [(arch.num_layers, r.seq)]
 
 
-def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool) -> float:
-    """1-byte masks CUDA's fused dropout keeps: two residual sites per layer, and attention probs (eager)."""
+def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: int) -> float:
+    """Dropout's cost per token and layer: the 1-byte masks CUDA's fused dropout keeps (two residual sites),
+    and with eager attention the probabilities' mask plus the dropped-out copy the next matmul saves."""
     per = 0.0
     if arch.hidden_dropout > 0:
         per += 2 * arch.hidden_size
     if arch.attention_dropout > 0 and eager:
-        per += arch.num_heads * seq
+        per += arch.num_heads * seq * (1 + beta)
     return per
 
 
@@ -152,7 +155,12 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     optimizer = trainable * per_param_states[w.optimizer]
     if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
         optimizer = adafactor_state_elements(arch, p, trainable if lora else None) * state_b
-    temp = trainable * (state_b if w.optimizer == "adamw" else 0)  # foreach AdamW: one state-sized temporary
+    if w.optimizer_implementation == "foreach":  # torch._foreach_* ops: one state-sized temporary list
+        temp = trainable * (state_b if w.optimizer in ("adamw", "sgd") else 0)
+    elif w.optimizer_implementation == "for-loop":  # one parameter at a time: the largest parameter's size
+        temp = max(p.largest_linear_weight, arch.vocab_size * arch.hidden_size) * state_b if not lora else 0
+    else:  # fused kernels update in place
+        temp = 0.0
     gradients = trainable * grad_b
     weights /= mp
     gradients /= mp
@@ -201,7 +209,8 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
     for layers, seq in _layers_tokens(arch, r):
         tokens = r.batch * seq
-        full = _per_token(full_c, arch, seq, rank, lay.tp) + _dropout_mask_bytes_per_token(arch, seq, eager)
+        beta = 4 if regime_of(w) in ("fp32", "lora-fp32") else 2
+        full = _per_token(full_c, arch, seq, rank, lay.tp) + _dropout_mask_bytes_per_token(arch, seq, eager, beta)
         layers_here = layers / lay.pp * min(lay.pp, _microbatches(w, r, dp))
         if ckpt:
             ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp)
@@ -229,14 +238,17 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
                           "buckets beside the gradients: one more gradient-sized buffer"))
     W, O, G = st["weights"], st["optimizer"], st["gradients"]
     layer_grad = G / max(arch.num_layers + arch.num_decoder_layers, 1)
+    accumulating = _microbatches(w, r, dp) > 1  # gradient accumulation: gradients live through forward too
+    g_fwd, g_bwd = (G, G) if accumulating else (0.0, layer_grad)
     fixed_other = zero3_work + ddp_buckets
     phases = {
-        "forward": dict(weights=W, optimizer=O, gradients=0.0, activations=activations,
+        "forward": dict(weights=W, optimizer=O, gradients=g_fwd, activations=activations,
                         other=amp_casts + head_fwd + recompute * 0 + fixed_other),
-        "backward": dict(weights=W, optimizer=O, gradients=layer_grad, activations=activations,
+        "backward": dict(weights=W, optimizer=O, gradients=g_bwd, activations=activations,
                          other=amp_casts + head_bwd + recompute + fixed_other),
-        "backward-end": dict(weights=W, optimizer=O, gradients=G, activations=embed,
-                             other=fixed_other + recompute),
+        # the first layer's backward: all gradients but its own, its activations (saved or recomputed)
+        "backward-end": dict(weights=W, optimizer=O, gradients=G - layer_grad, activations=embed + one_layer,
+                             other=fixed_other),
         "optimizer": dict(weights=W, optimizer=O, gradients=G, activations=0.0,
                           other=st["optimizer_temp"] + fixed_other),
     }
@@ -310,18 +322,21 @@ def _round(n: float) -> int:
 
 def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
             notes: list[Note], kv: float) -> MemoryEstimate:
-    totals = {name: sum(parts.values()) + kv for name, parts in phases.items()}
+    rounded = {name: {k: _round(v) for k, v in parts.items()} for name, parts in phases.items()}
+    totals = {name: sum(parts.values()) + _round(kv) for name, parts in rounded.items()}
     peak_phase = max(totals, key=lambda k: totals[k])
-    parts = phases[peak_phase]
+    parts = rounded[peak_phase]
     bd = MemoryBreakdown(
-        weights_bytes=_round(parts["weights"]), gradients_bytes=_round(parts["gradients"]),
-        optimizer_bytes=_round(parts["optimizer"]), activations_bytes=_round(parts["activations"]),
-        kv_cache_bytes=_round(kv), other_bytes=_round(parts["other"]),
+        weights_bytes=parts["weights"], gradients_bytes=parts["gradients"], optimizer_bytes=parts["optimizer"],
+        activations_bytes=parts["activations"], kv_cache_bytes=_round(kv), other_bytes=parts["other"],
     )
     peak = bd.total
     frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
     rnd = oh.allocator_rounding_bytes
-    reserved = int(math.ceil(peak * (1 + frac) / rnd) * rnd)
+    # the caching allocator's reserve grows with what is allocated and freed within a step (activations,
+    # gradients, temporaries); weights, optimizer states and a preallocated KV cache are allocated once
+    churn = bd.gradients_bytes + bd.activations_bytes + bd.other_bytes
+    reserved = int(math.ceil((peak + frac * churn) / rnd) * rnd)
     communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
     device = reserved + oh.cuda_context_bytes + oh.cublas_workspace_bytes + communicators * oh.nccl_bytes_per_communicator
     names = {"weights_bytes": "weights", "gradients_bytes": "gradients", "optimizer_bytes": "optimizer states",
@@ -330,7 +345,7 @@ def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: 
     dominant = names[max(dump, key=lambda k: dump[k])]
     phase_name = "backward" if peak_phase == "backward-end" else peak_phase
     return MemoryEstimate(
-        breakdown=bd, peak_phase=phase_name, phase_peaks_bytes={k: _round(v) for k, v in totals.items()},
+        breakdown=bd, peak_phase=phase_name, phase_peaks_bytes=totals,
         peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device, dominant=dominant, gpus=gpus,
         layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "dp": max(gpus // (lay.tp * lay.pp), 1),
                 "offload": lay.offload},

@@ -23,7 +23,8 @@ class ActivationCoefficients(_Frozen):
     """Bytes saved for backward per token and per layer, as a linear combination of the layer's widths:
     h hidden, q query width, kv key/value width, i MLP width, H heads, Hs heads x sequence (eager scores),
     s sequence (eager masks), qg query width when K/V are repeated for GQA (eager), r LoRA rank,
-    iek routed expert width x experts per token, E experts, is shared-expert width, and a constant."""
+    iek routed expert width x experts per token, E experts, is shared-expert width, Er experts x LoRA rank,
+    Eie experts x expert width (PEFT's per-expert adapters), and a constant."""
 
     h: float = 0.0
     q: float = 0.0
@@ -37,6 +38,8 @@ class ActivationCoefficients(_Frozen):
     iek: float = 0.0
     E: float = 0.0
     is_: float = Field(0.0, alias="is")
+    Er: float = 0.0
+    Eie: float = 0.0
     const: float = Field(0.0, alias="1")
     max_rel_error: float = 0.0
 

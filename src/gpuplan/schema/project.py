@@ -23,6 +23,7 @@ Currency = Literal["EUR", "USD"]
 BudgetPeriod = Literal["total", "monthly"]
 DeploymentOption = Literal["on-prem", "managed", "cloud"]
 Offload = Literal["none", "optimizer", "params"]
+OptimizerImpl = Literal["fused", "foreach", "for-loop"]
 
 
 class _Section(BaseModel):
@@ -57,6 +58,9 @@ class Workload(_Section):
     task: Task
     precision: Precision = "bf16-mixed"
     optimizer: Optimizer = "adamw"
+    #: how the optimizer step runs: fused (HF Trainer's default with torch >= 2.8) and for-loop keep only
+    #: small temporaries; foreach (torch.optim's default on CUDA) allocates one state-sized temporary
+    optimizer_implementation: OptimizerImpl = "fused"
     micro_batch_size: PositiveInt = 1
     global_batch_size: PositiveInt | None = None
     sequence_length: PositiveInt | None = None
