@@ -8,8 +8,10 @@ counting each storage once and leaving parameters out. The per-layer cost is the
 per-token sizes h (hidden), q (query width), kv (key/value width), i (MLP width), H (heads), H*s (eager
 attention scores), ie*k (routed expert width x experts per token), E (experts). Coefficients are bytes.
 
-Dropout is switched off while measuring (masks are added analytically, 1 byte per element as CUDA's fused
-dropout keeps them). Run: python scripts/fit_activations.py  (needs the `trace` extra; ~5 minutes).
+The forward runs under gpuplan.trace.cuda_emulation, so the CPU allocates what CUDA would: CUDA's autocast
+lists, its SDPA kernels (flash / memory-efficient, no seq x seq tensors) and its fused dropout. Dropout is
+switched off while measuring (masks are added analytically, 1 byte per element as CUDA's fused dropout keeps
+them). Run: python scripts/fit_activations.py  (needs the `trace` extra; ~5 minutes).
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ import transformers
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification,
                           AutoModelForSeq2SeqLM, AutoModelForSequenceClassification)
 
+from gpuplan.trace.cuda_emulation import cuda_emulation  # CUDA's autocast lists, fused dropout, SDPA kernels
+
 transformers.logging.set_verbosity_error()
-BASIS = ["h", "q", "kv", "i", "H", "Hs", "s", "qg", "r", "iek", "E", "is", "1"]
+BASIS = ["h", "q", "kv", "i", "H", "Hs", "s", "qg", "r", "iek", "E", "is", "Er", "Eie", "1"]
 
 
 def build_config(model_type: str, d: dict) -> dict:
@@ -144,14 +148,15 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
         kw = dict(input_ids=ids, labels=ids)
     amp = regime in ("amp", "lora-amp")
     ctx = torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), ctx:
+    with cuda_emulation(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), ctx:
         m(**kw)
     return sum(seen.values())
 
 
 def features(d: dict, s: int) -> list[float]:
     return [d["h"], d["heads"] * d["hd"], d["kv_heads"] * d["hd"], d["i"], d["heads"], d["heads"] * s, s,
-            d["heads"] * d["hd"] if d["kv_heads"] < d["heads"] else 0, d["r"], d["ie"] * d["k"], d["E"], d["is"], 1.0]
+            d["heads"] * d["hd"] if d["kv_heads"] < d["heads"] else 0, d["r"], d["ie"] * d["k"], d["E"], d["is"],
+            d["E"] * d["r"], d["E"] * d["ie"], 1.0]
 
 
 def random_dims(rng: random.Random, model_type: str) -> dict:
@@ -179,7 +184,7 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 14, seed: 
             d.update(E=0, k=0, ie=0, **{"is": 0})
         elif model_type != "qwen2_moe":
             d["is"] = 0
-        b, s = rng.choice([1, 2, 3]), rng.choice([16, 24, 40, 56]) if model_type != "vit" else 0
+        b, s = rng.choice([1, 2, 3]), rng.choice([16, 32, 48, 64]) if model_type != "vit" else 0
         cfg = build_config(model_type, d)
         key = LAYER_KEYS.get(model_type, "num_hidden_layers")
         if model_type == "vit":

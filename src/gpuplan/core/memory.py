@@ -128,7 +128,7 @@ def _head_bytes(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> tuple[flo
     logits = tokens * v * beta  # the head's output, alive until the loss is taken
     upcast = 0 if beta == 4 else tokens * v * 4  # the loss upcasts 16-bit logits to fp32
     fwd = logits + upcast
-    bwd = 2 * tokens * v * 4 + logits  # grad of log-softmax output and input, then back to the head's dtype
+    bwd = 2 * tokens * v * 4  # fp32 gradients of the log-softmax output and input (the logits are freed)
     return saved, fwd, bwd
 
 
@@ -155,10 +155,16 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     optimizer = trainable * per_param_states[w.optimizer]
     if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
         optimizer = adafactor_state_elements(arch, p, trainable if lora else None) * state_b
-    if w.optimizer_implementation == "foreach":  # torch._foreach_* ops: one state-sized temporary list
-        temp = trainable * (state_b if w.optimizer in ("adamw", "sgd") else 0)
+    largest = max(p.largest_linear_weight, arch.vocab_size * arch.hidden_size) if not lora else 0
+    if w.optimizer == "adafactor":  # HF Adafactor works one parameter at a time in fp32: the gradient,
+        # its square (the update), and for 16-bit parameters fp32 copies of the parameter and gradient
+        temp = largest * 4 * (4 if state_b == 2 else 2)
+    elif w.optimizer == "sgd":  # momentum SGD updates in place in every implementation
+        temp = 0.0
+    elif w.optimizer_implementation == "foreach":  # torch._foreach_sqrt(exp_avg_sq): one state-sized list
+        temp = trainable * state_b
     elif w.optimizer_implementation == "for-loop":  # one parameter at a time: the largest parameter's size
-        temp = max(p.largest_linear_weight, arch.vocab_size * arch.hidden_size) * state_b if not lora else 0
+        temp = largest * state_b
     else:  # fused kernels update in place
         temp = 0.0
     gradients = trainable * grad_b
@@ -223,12 +229,16 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     activations = saved_layer + head_saved + embed
     recompute = one_layer if ckpt else 0.0
 
-    # autocast's 16-bit copies of fp32 weights live from their first use in forward until backward frees them
-    amp_casts = 0.0
+    # autocast's 16-bit copies of fp32 weights live from their first use in forward until backward frees them;
+    # with checkpointing, backward only holds the head's copy and the recomputed layer's
+    amp_casts = amp_casts_bwd = 0.0
     if w.task not in ("lora", "qlora") and w.precision in ("fp16-mixed", "bf16-mixed", "fp8-mixed"):
-        amp_casts = (p.block_linear_weights + (0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size))
-        amp_casts *= 2 if w.precision != "fp8-mixed" else 1
-        amp_casts /= lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
+        cast_b = 2 if w.precision != "fp8-mixed" else 1
+        shard = lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
+        head_w = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
+        amp_casts = (p.block_linear_weights + head_w) * cast_b / shard
+        layers = max(arch.num_layers + arch.num_decoder_layers, 1)
+        amp_casts_bwd = (head_w + p.block_linear_weights / layers) * cast_b / shard if ckpt else amp_casts
     zero3_work = 0.0
     if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
         zero3_work = 2 * p.blocks / max(arch.num_layers + arch.num_decoder_layers, 1) * 2 / (lay.tp)
@@ -239,13 +249,23 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     W, O, G = st["weights"], st["optimizer"], st["gradients"]
     layer_grad = G / max(arch.num_layers + arch.num_decoder_layers, 1)
     accumulating = _microbatches(w, r, dp) > 1  # gradient accumulation: gradients live through forward too
-    g_fwd, g_bwd = (G, G) if accumulating else (0.0, layer_grad)
+    g_acc = G if accumulating else 0.0
+    head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
+    if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
+        head_grad = G * arch.vocab_size * arch.hidden_size / st["trainable"]
     fixed_other = zero3_work + ddp_buckets
     phases = {
-        "forward": dict(weights=W, optimizer=O, gradients=g_fwd, activations=activations,
-                        other=amp_casts + head_fwd + recompute * 0 + fixed_other),
-        "backward": dict(weights=W, optimizer=O, gradients=g_bwd, activations=activations,
-                         other=amp_casts + head_bwd + recompute + fixed_other),
+        # the loss is taken: every saved activation, autocast's weight copies, logits and their fp32 copies
+        "forward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
+                        other=amp_casts + head_fwd + fixed_other),
+        # backward through the loss and the head: the logits' fp32 gradients, no weight gradient yet
+        "backward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
+                         other=amp_casts_bwd + head_bwd + fixed_other),
+        # the top layer's backward: the head's gradient exists, its logits are gone; with checkpointing the
+        # layer is recomputed
+        "backward-layers": dict(weights=W, optimizer=O, gradients=max(g_acc, head_grad),
+                                activations=activations - head_saved + recompute,
+                                other=amp_casts_bwd + fixed_other),
         # the first layer's backward: all gradients but its own, its activations (saved or recomputed)
         "backward-end": dict(weights=W, optimizer=O, gradients=G - layer_grad, activations=embed + one_layer,
                              other=fixed_other),
@@ -343,7 +363,7 @@ def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: 
              "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries"}
     dump = bd.model_dump()
     dominant = names[max(dump, key=lambda k: dump[k])]
-    phase_name = "backward" if peak_phase == "backward-end" else peak_phase
+    phase_name = "backward" if peak_phase.startswith("backward") else peak_phase
     return MemoryEstimate(
         breakdown=bd, peak_phase=phase_name, phase_peaks_bytes=totals,
         peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device, dominant=dominant, gpus=gpus,
