@@ -106,9 +106,10 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
     lora = regime.startswith("lora")
     if lora:
         from peft import LoraConfig, get_peft_model
-        if regime != "lora-fp32":
+        if not regime.startswith("lora-fp32"):
             m = m.to(torch.bfloat16)
-        m = get_peft_model(m, LoraConfig(r=rank, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0))
+        targets = attention_targets(cfg) if regime.endswith("-attn") else "all-linear"
+        m = get_peft_model(m, LoraConfig(r=rank, lora_alpha=16, target_modules=targets, lora_dropout=0.0))
     elif regime == "bf16":
         m = m.to(torch.bfloat16)
     m.train()
@@ -146,11 +147,19 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
     else:
         ids = torch.randint(0, cfg["vocab_size"], (b, s))
         kw = dict(input_ids=ids, labels=ids)
-    amp = regime in ("amp", "lora-amp")
+    amp = regime in ("amp", "lora-amp", "lora-amp-attn")
     ctx = torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp)
     with cuda_emulation(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), ctx:
         m(**kw)
     return sum(seen.values())
+
+
+def attention_targets(cfg: dict) -> list[str]:
+    """LoRA on the attention's query and value only (PEFT's usual default), by the family's module names."""
+    from gpuplan.catalog.hf_config import arch_from_hf_config
+    from gpuplan.core.lora import ATTENTION_QV
+
+    return ATTENTION_QV(arch_from_hf_config(cfg))
 
 
 def features(d: dict, s: int) -> list[float]:
@@ -211,7 +220,8 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 14, seed: 
 FAMILIES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
             "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "falcon", "bloom", "stablelm", "bert", "roberta",
             "t5", "mt5", "vit"]
-REGIMES = ["fp32", "amp", "bf16", "lora-amp", "lora-bf16", "lora-fp32"]
+REGIMES = ["fp32", "amp", "bf16", "lora-amp", "lora-bf16", "lora-fp32", "lora-amp-attn", "lora-bf16-attn",
+           "lora-fp32-attn"]
 
 def main() -> None:
     ap = argparse.ArgumentParser()

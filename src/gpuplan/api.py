@@ -41,6 +41,9 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     if arch.kind == "cnn" and w.task in ("lora", "qlora"):
         raise InputError(["workload", "task"], f"{w.task} adapts linear layers of transformers; "
                          f"{arch.model_type} is a CNN", "pretrain, full-finetune, inference")
+    if arch.kind == "cnn" and w.gradient_checkpointing:
+        raise InputError(["workload", "gradient_checkpointing"], f"transformers has no gradient checkpointing for "
+                         f"{arch.model_type}", "false")
     if w.task == "inference" and arch.kind in ("encoder", "vit", "cnn") and w.kv_cache_dtype:
         raise InputError(["workload", "kv_cache_dtype"], f"{arch.model_type} keeps no KV cache")
     params = count_params(arch)
@@ -58,7 +61,12 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         dominant=mem.dominant, fits=None if gpu_bytes is None else mem.device_bytes <= gpu_bytes,
         headroom_bytes=None if gpu_bytes is None else gpu_bytes - mem.device_bytes,
     )
-    workload = w.model_dump(exclude_none=True)
+    inference_keys = {"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
+                      "prefill_tokens"}
+    training_keys = {"precision", "optimizer", "optimizer_implementation", "micro_batch_size", "global_batch_size",
+                     "sequence_length", "target_length", "gradient_checkpointing", "lora", "tokens", "epochs"}
+    drop = inference_keys if r.training else training_keys
+    workload = {k: v for k, v in w.model_dump(exclude_none=True).items() if k not in drop}
     if r.training:
         workload.update(micro_batch_size=r.batch, sequence_length=r.seq)
         if arch.kind == "encoder-decoder":

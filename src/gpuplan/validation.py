@@ -34,6 +34,7 @@ class Case(BaseModel):
     batch_size: int = 1
     context_length: int = 512
     weights_dtype: str = "bf16"
+    image_size: int | None = None
 
 
 class Comparison(BaseModel):
@@ -62,6 +63,7 @@ def workload_of(case: Case) -> Workload:
         micro_batch_size=case.micro_batch_size, sequence_length=case.sequence_length,
         gradient_checkpointing=case.gradient_checkpointing, attention=case.attention, lora=lora,
         batch_size=case.batch_size, context_length=case.context_length, weights_dtype=case.weights_dtype,
+        image_size=case.image_size,
     )
 
 
@@ -80,6 +82,7 @@ def trace_case(case: Case):
         gradient_checkpointing=case.gradient_checkpointing, attention=case.attention, lora_rank=case.lora_rank,
         lora_alpha=2.0 * case.lora_rank, lora_targets=case.lora_targets or all_linear_names(case.config),
         batch_size=case.batch_size, context_length=case.context_length, weights_dtype=case.weights_dtype,
+        image_size=case.image_size,
     ))
 
 

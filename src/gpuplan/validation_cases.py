@@ -98,5 +98,7 @@ def cases() -> list[Case]:
              precision="fp32", micro_batch_size=8,
              sequence_length=128),
         Case(name="vit-base amp b32", config=_config("vit-base-patch16-224"), micro_batch_size=32),
+        Case(name="resnet-50 fp32 b64", config=_config("resnet-50"), precision="fp32", micro_batch_size=64),
+        Case(name="resnet-50 amp b128 192px", config=_config("resnet-50"), micro_batch_size=128, image_size=192),
     ]
     return out

@@ -131,7 +131,14 @@ def load_activation_table() -> ActivationTable:
             rows[key] = ActivationCoefficients(**{k: v for k, v in row.items() if k != "key"})
         except ValidationError as exc:
             raise _row_error(path, {"id": key}, i, exc) from None
-    return ActivationTable(source=data["source"], as_of=str(data["as_of"]), rows=rows)
+    cnn_path = "gpuplan/data/cnn_activations.toml"
+    cnn = {}
+    for i, row in enumerate(_read_toml(_data_text("cnn_activations.toml"), cnn_path).get("cnn", [])):
+        for key in ("regime", "bytes_per_feature_element", "source", "as_of"):
+            if key not in row:
+                raise CatalogError(cnn_path, f"missing {key}", row=i, field=key)
+        cnn[row["regime"]] = float(row["bytes_per_feature_element"])
+    return ActivationTable(source=data["source"], as_of=str(data["as_of"]), rows=rows, cnn=cnn)
 
 
 # ---------------------------------------------------------------------------------------------- projects

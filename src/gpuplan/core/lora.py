@@ -109,3 +109,23 @@ def lora_params(arch: ModelArch, rank: int, targets: list[str] | None = None) ->
 def known_module_names(arch: ModelArch) -> set[str]:
     return {name for name, *_ in block_linears(arch)} | {"all-linear"} | (
         {"experts"} if arch.moe else set())
+
+
+def ATTENTION_QV(arch: ModelArch) -> list[str]:  # noqa: N802 - a constant-like table lookup
+    """The query and value projections' module names (the fused QKV layer where the family fuses them)."""
+    if arch.model_type in _FUSED_QKV:
+        return [_FUSED_QKV[arch.model_type]]
+    family = {"roberta": "bert", "mt5": "t5"}.get(arch.model_type, arch.model_type)
+    names = _NAMES.get(family, _NAMES["default"])
+    return [names[0], names[2]]
+
+
+def attention_only(arch: ModelArch, targets: list[str] | None) -> bool:
+    """True when the targets adapt only the attention's q/k/v projections (the '-attn' activation rows)."""
+    if not targets or "all-linear" in targets:
+        return False
+    qkv = set(ATTENTION_QV(arch)) | {_FUSED_QKV.get(arch.model_type, "")}
+    family = {"roberta": "bert", "mt5": "t5"}.get(arch.model_type, arch.model_type)
+    names = _NAMES.get(family, _NAMES["default"])
+    qkv |= {names[0], names[1], names[2]}
+    return set(targets) <= qkv

@@ -22,8 +22,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuplan.core.lora import lora_params
-from gpuplan.core.params import ParamCount
+from gpuplan.core.lora import attention_only, lora_params
+from gpuplan.core.params import ParamCount, cnn_feature_elements
 from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, MemoryBreakdown, MemoryEstimate,
                                      Note, Overheads)
 from gpuplan.schema.model import ModelArch
@@ -94,7 +94,10 @@ def _dense_width(arch: ModelArch) -> int:
 
 def activation_key(arch: ModelArch, w: Workload, ckpt: bool) -> str:
     attn = "eager" if (w.attention == "eager" and not ckpt) else "sdpa"  # ckpt keeps layer inputs only
-    return f"{arch.model_type}/{regime_of(w)}/{'ckpt' if ckpt else 'full'}/{attn}"
+    regime = regime_of(w)
+    if regime.startswith("lora") and not ckpt and attention_only(arch, w.lora.targets if w.lora else None):
+        regime += "-attn"  # frozen MLPs keep fewer inputs when only q/v are adapted
+    return f"{arch.model_type}/{regime}/{'ckpt' if ckpt else 'full'}/{attn}"
 
 
 def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[float, int]]:
@@ -159,7 +162,7 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     if w.optimizer == "adafactor":  # HF Adafactor works one parameter at a time in fp32: the gradient,
         # its square (the update), and for 16-bit parameters fp32 copies of the parameter and gradient
         temp = largest * 4 * (4 if state_b == 2 else 2)
-    elif w.optimizer == "sgd":  # momentum SGD updates in place in every implementation
+    elif w.optimizer in ("sgd", "adamw-8bit"):  # in place: momentum SGD; bitsandbytes' 8-bit kernels
         temp = 0.0
     elif w.optimizer_implementation == "foreach":  # torch._foreach_sqrt(exp_avg_sq): one state-sized list
         temp = trainable * state_b
@@ -210,10 +213,17 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     eager = w.attention == "eager"
     ckpt = w.gradient_checkpointing
 
-    full_c = _coefficients(arch, w, False, table, notes)
     saved_layer = 0.0  # bytes saved over all layers
     one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
-    for layers, seq in _layers_tokens(arch, r):
+    groups = _layers_tokens(arch, r)
+    if arch.kind == "cnn":  # feature maps, measured per element (data/cnn_activations.toml)
+        per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
+        saved_layer = r.batch * per_elem * cnn_feature_elements(arch, r.seq) / lay.pp * min(lay.pp, _microbatches(w, r, dp))
+        one_layer = saved_layer / arch.num_layers
+        groups = []
+    else:
+        full_c = _coefficients(arch, w, False, table, notes)
+    for layers, seq in groups:
         tokens = r.batch * seq
         beta = 4 if regime_of(w) in ("fp32", "lora-fp32") else 2
         full = _per_token(full_c, arch, seq, rank, lay.tp) + _dropout_mask_bytes_per_token(arch, seq, eager, beta)
@@ -226,6 +236,8 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
         one_layer = max(one_layer, tokens * full)
     head_saved, head_fwd, head_bwd = _head_bytes(arch, r, w, lay.tp)
     embed = r.batch * r.seq * arch.hidden_size * (2 if regime_of(w) in ("bf16", "lora-bf16", "lora-amp") else 4)
+    if arch.kind == "cnn":  # the input images
+        embed = r.batch * arch.num_channels * r.seq * r.seq * (2 if regime_of(w) == "bf16" else 4)
     activations = saved_layer + head_saved + embed
     recompute = one_layer if ckpt else 0.0
 
@@ -286,7 +298,7 @@ def _coefficients(arch: ModelArch, w: Workload, ckpt: bool, table: ActivationTab
     key = activation_key(arch, w, ckpt)
     row = table.rows.get(key)
     if row is None:  # e.g. a combination not measured: fall back to the sdpa / llama row, and say so
-        for alt in (key.replace("/eager", "/sdpa"), f"llama/{key.split('/', 1)[1]}"):
+        for alt in (key.replace("-attn", ""), key.replace("/eager", "/sdpa"), f"llama/{key.split('/', 1)[1]}"):
             if alt in table.rows:
                 notes.append(Note(code="activation-fallback", severity="warning",
                                   message=f"no measured activation coefficients for {key}; used {alt}"))
@@ -311,7 +323,7 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     kv_b = {"bf16": 2, "fp16": 2, "fp8": 1}[w.kv_cache_dtype or ("fp16" if dtype == "fp16" else "bf16")]
     kv = kv_cache_bytes(arch, r.batch, r.seq, kv_b) / mp
     beta = 4 if dtype == "fp32" else 2
-    tokens = r.batch * r.seq
+    tokens = min(w.prefill_tokens or r.batch * r.seq, r.batch * r.seq)
     # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out
     mlp_width = max(arch.intermediate_size, (arch.moe.expert_intermediate_size * arch.moe.experts_per_token
                                              if arch.moe else 0))

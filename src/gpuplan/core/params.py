@@ -179,3 +179,28 @@ def count_params(arch: ModelArch) -> ParamCount:
     if arch.kind == "vit":
         return _vit(arch)
     return _resnet(arch)
+
+
+def cnn_feature_elements(arch: ModelArch, image_size: int) -> int:
+    """Elements of a ResNet's feature maps for one image: the stem's conv output and max-pooled map, and per
+    block the conv outputs (bottleneck: reduce at the input resolution, reduce and expand at the output's)."""
+    assert arch.resnet is not None
+    st = arch.resnet
+    res = image_size // 2
+    total = st.embedding_size * res * res
+    res //= 2
+    total += st.embedding_size * res * res
+    c_in = st.embedding_size
+    for i, (c_out, depth) in enumerate(zip(st.hidden_sizes, st.depths, strict=True)):
+        stride = 2 if (i > 0 or st.downsample_in_first_stage) else 1
+        for j in range(depth):
+            r_in = res
+            if j == 0:
+                res = max(res // stride, 1)
+            if st.layer_type == "bottleneck":
+                red = c_out // 4
+                total += red * r_in * r_in + red * res * res + c_out * res * res
+            else:
+                total += 2 * c_out * res * res
+        c_in = c_out
+    return total

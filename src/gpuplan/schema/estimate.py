@@ -52,6 +52,8 @@ class ActivationTable(_Frozen):
     source: str
     as_of: str
     rows: dict[str, ActivationCoefficients]
+    #: CNNs: bytes per feature-map element by regime (data/cnn_activations.toml)
+    cnn: dict[str, float] = Field(default_factory=dict)
 
 
 class Overheads(_Frozen):

@@ -74,6 +74,9 @@ class Workload(_Section):
     batch_size: PositiveInt = 1
     context_length: PositiveInt | None = None
     output_tokens: PositiveInt | None = None
+    #: inference: tokens prefilled in one forward pass (a serving engine's chunk, e.g. vLLM's
+    #: max_num_batched_tokens); default: the whole batch at once, as Hugging Face generate() does
+    prefill_tokens: PositiveInt | None = None
     weights_dtype: WeightsDtype | None = None
     kv_cache_dtype: KvDtype | None = None
 
