@@ -245,7 +245,7 @@ def main() -> None:
                 for ckpt in (False, True):
                     for attn in ("sdpa", "eager"):
                         key = f"{fam}/{regime}/{'ckpt' if ckpt else 'full'}/{attn}"
-                        if (ckpt and attn == "eager") or key in done:
+                        if (ckpt and (attn == "eager" or regime.endswith("-attn"))) or key in done:
                             continue
                         try:
                             r = fit(fam, regime, ckpt, attn)
