@@ -238,7 +238,7 @@ def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
             path = base_dir / path
         data = read_structured(path) if path.suffix.lower() != ".json" else _read_json(path)
         arch = arch_from_hf_config(data, source=str(path))
-        name = data.get("_name_or_path") or path.parent.name or path.stem
+        name = data.get("_name_or_path") or (path.parent.name if path.stem == "config" else path.stem)
         return ResolvedModel(arch=arch, name=str(name), origin=f"hf_config:{path}", source=str(path))
     assert ref.hf_id
     try:  # a Hub id that is also a built-in preset needs no network

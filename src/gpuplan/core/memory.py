@@ -321,7 +321,8 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
         weights = p.total * wb
     weights /= mp
     kv_b = {"bf16": 2, "fp16": 2, "fp8": 1}[w.kv_cache_dtype or ("fp16" if dtype == "fp16" else "bf16")]
-    kv = kv_cache_bytes(arch, r.batch, r.seq, kv_b) / mp
+    # tensor parallel splits the KV heads; with fewer KV heads than GPUs each GPU keeps a replica of one
+    kv = kv_cache_bytes(arch, r.batch, r.seq, kv_b) / min(lay.tp, arch.num_kv_heads) / lay.pp
     beta = 4 if dtype == "fp32" else 2
     tokens = min(w.prefill_tokens or r.batch * r.seq, r.batch * r.seq)
     # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out
