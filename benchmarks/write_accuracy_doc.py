@@ -43,9 +43,12 @@ formulas; "n/a" where the tool has no answer, e.g. LoRA). Settings the sources l
 and listed under the table.
 
 Notes on the misses:
-- LitGPT QLoRA rows (-25% to -40%): LitGPT reports `torch.cuda.max_memory_allocated` over the whole run,
-  which we believe includes loading and quantizing the bf16 checkpoint; the estimate is the training step.
-  Its LoRA rows, same runs without quantization, agree within 2% (falcon -7%, gemma -14%).
+- LitGPT QLoRA rows (-25% to -40%, about 3.5-4 GB short each): not explained yet. The LoRA rows of the same
+  runs agree within 2% (falcon -7%, gemma -14%), so the gap is in what bitsandbytes' 4-bit path holds
+  beyond the NF4 weights (4.127 bits/param with double quantization, 16-bit embeddings/head/norms). Candidates
+  to check on a GPU: LitGPT's `bnb.nf4` without double quantization, dequantized weights kept by bitsandbytes'
+  matmul, and the checkpoint loading/quantization, which LitGPT's `max_memory_allocated` covers (the whole
+  run, not one step). LitGPT is not the Hugging Face implementation the activation model is measured on.
 - LitGPT Gemma-2B full fine-tuning on 4 GPUs (-57%): LitGPT's FSDP setup (and the full-state-dict
   checkpointing it uses) holds far more than a ZeRO-3 training step; not modelled.
 - PEFT LoRA rows (+10% to +23%): batch size and sequence lengths are not stated in the PEFT table; we assume
