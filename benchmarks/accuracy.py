@@ -37,7 +37,8 @@ ASSUMED = {
     "peft": "PEFT README table: fp32 weights, AdamW, batch 8, 64 input and 64 target tokens (the PEFT example "
             "scripts for twitter_complaints), LoRA r=8 on PEFT's default targets (t5: q,v; bloom: "
             "query_key_value); the numbers are nvidia-smi totals",
-    "litgpt": "LitGPT bf16-true: weights, LoRA adapters and AdamW states in bf16; LoRA r=8 on query and value "
+    "litgpt": "LitGPT bf16-true: weights, gradients and AdamW states in bf16 (LoRA adapters counted in fp32 as "
+              "PEFT makes them: under 0.1 GB here); LoRA r=8 on query and value "
               "(LitGPT defaults), QLoRA bnb.nf4; full fine-tuning shards with FSDP (ZeRO-3); 'Memory used' is "
               "torch.cuda.max_memory_allocated in GB (1e9)",
     "hf-bert": "HF Trainer of 2021: transformers' own AdamW (one parameter at a time), AMP with fp32 weights, eager attention (BERT had no SDPA path "
