@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.catalog.hf_config import arch_from_hf_config
-from gpuplan.errors import CatalogError, GpuplanError, HubUnavailableError, InputError, UnknownNameError, suggest
+from gpuplan.errors import CatalogError, HubUnavailableError, InputError, UnknownNameError, suggest
 from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
@@ -282,9 +282,9 @@ def example_path(name: str) -> Path:
     return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
 
 
-__all__ = ["GpuplanError", "ModelPreset", "ResolvedModel", "example_names", "example_path", "find_preset",
-           "load_activation_table", "load_overheads", "load_presets", "load_project", "parse_project",
-           "resolve_model"]
+__all__ = ["GpuRow", "ModelPreset", "ResolvedModel", "example_names", "example_path", "find_gpu", "find_preset",
+           "load_activation_table", "load_gpus", "load_overheads", "load_presets", "load_project", "parse_project",
+           "resolve_model", "translate_validation_error"]
 
 
 class GpuRow(BaseModel):

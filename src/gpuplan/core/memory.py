@@ -77,7 +77,7 @@ def regime_of(w: Workload) -> str:
 def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, tp: int) -> float:
     """Bytes per token of one layer's saved activations (model-parallel widths divided by tp)."""
     moe = arch.moe
-    split = (c.q * arch.q_dim + c.kv * arch.kv_dim + c.i * _dense_width(arch) + c.H * arch.num_heads
+    split = (c.q * arch.q_dim + c.kv * arch.kv_dim + c.i * arch.intermediate_size + c.H * arch.num_heads
              + c.Hs * arch.num_heads * seq + c.s * seq
              + c.qg * (arch.q_dim if arch.num_kv_heads < arch.num_heads else 0))
     if moe is not None:
@@ -87,9 +87,15 @@ def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, 
     return c.h * arch.hidden_size + split / tp + c.r * rank + c.const
 
 
-def _dense_width(arch: ModelArch) -> int:
-    """The dense MLP width of the measured layer (MoE families measured with all layers MoE)."""
-    return arch.intermediate_size
+def _compute_bytes(w: Workload) -> int:
+    """Bytes per element of activations in the matmuls: 4 in fp32, 2 under autocast or in bf16."""
+    return 4 if regime_of(w) in ("fp32", "lora-fp32") else 2
+
+
+def _residual_bytes(w: Workload) -> int:
+    """Bytes per element of the residual stream: the weights' dtype (fp32 under autocast, bf16 for a bf16 or
+    LoRA-frozen base)."""
+    return 2 if regime_of(w) in ("bf16", "lora-bf16", "lora-amp") else 4
 
 
 def activation_key(arch: ModelArch, w: Workload, ckpt: bool) -> str:
@@ -122,8 +128,7 @@ def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: 
 def _head_bytes(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> tuple[float, float, float]:
     """(saved, forward transient, backward transient) bytes of the final norm, LM head, logits and loss."""
     tokens = r.batch * (r.target if arch.kind == "encoder-decoder" else r.seq)
-    regime = regime_of(w)
-    beta = 4 if regime in ("fp32", "lora-fp32") else 2
+    beta = _compute_bytes(w)
     if arch.kind in ("encoder", "vit", "cnn"):  # classification head: tiny
         return 0.0, 0.0, 0.0
     v = arch.vocab_size / tp
@@ -139,7 +144,6 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     """Weights, gradients, optimizer states and optimizer-step temporaries, per GPU."""
     mp = lay.tp * lay.pp
     total = p.total
-    notes: dict[str, float] = {}
     lora = w.task in ("lora", "qlora")
     if lora:
         trainable = lora_params(arch, w.lora.rank if w.lora else 16, w.lora.targets if w.lora else None)
@@ -152,8 +156,10 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
         weights = total * (4 if w.precision == "fp32" else 2) + trainable * 4
     else:
         weights = total * (2 if w.precision == "bf16" else 4)
-    grad_b = 4 if (lora or w.precision != "bf16") else 2
+    # gradients and optimizer states take the trainable parameters' dtype: fp32 (also LoRA adapters), or bf16
     state_b = 4 if (lora or w.precision != "bf16") else 2
+    grad_b = state_b
+    # bitsandbytes 8-bit AdamW: two 1-byte states plus an fp32 absmax per 2048-element block for each
     per_param_states = {"adamw": 2 * state_b, "adamw-8bit": 2 + 8 / 2048, "adafactor": 0.0, "sgd": state_b}
     optimizer = trainable * per_param_states[w.optimizer]
     if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
@@ -187,9 +193,7 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
         temp = 0.0
     if lay.offload == "params":
         weights = 0.0
-    notes.update(weights=weights, gradients=gradients, optimizer=optimizer, optimizer_temp=temp,
-                 trainable=trainable)
-    return notes
+    return dict(weights=weights, gradients=gradients, optimizer=optimizer, optimizer_temp=temp, trainable=trainable)
 
 
 def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | None) -> float:
@@ -225,8 +229,8 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
         full_c = _coefficients(arch, w, False, table, notes)
     for layers, seq in groups:
         tokens = r.batch * seq
-        beta = 4 if regime_of(w) in ("fp32", "lora-fp32") else 2
-        full = _per_token(full_c, arch, seq, rank, lay.tp) + _dropout_mask_bytes_per_token(arch, seq, eager, beta)
+        full = (_per_token(full_c, arch, seq, rank, lay.tp)
+                + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w)))
         layers_here = layers / lay.pp * min(lay.pp, _microbatches(w, r, dp))
         if ckpt:
             ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp)
@@ -235,7 +239,7 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
             saved_layer += layers_here * tokens * full
         one_layer = max(one_layer, tokens * full)
     head_saved, head_fwd, head_bwd = _head_bytes(arch, r, w, lay.tp)
-    embed = r.batch * r.seq * arch.hidden_size * (2 if regime_of(w) in ("bf16", "lora-bf16", "lora-amp") else 4)
+    embed = r.batch * r.seq * arch.hidden_size * _residual_bytes(w)
     if arch.kind == "cnn":  # the input images
         embed = r.batch * arch.num_channels * r.seq * r.seq * (2 if regime_of(w) == "bf16" else 4)
     activations = saved_layer + head_saved + embed
