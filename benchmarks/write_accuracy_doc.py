@@ -46,9 +46,10 @@ Notes on the misses:
 - LitGPT QLoRA rows (-25% to -40%, about 3.5-4 GB short each): not explained yet. The LoRA rows of the same
   runs agree within 2% (falcon -7%, gemma -14%), so the gap is in what bitsandbytes' 4-bit path holds
   beyond the NF4 weights (4.127 bits/param with double quantization, 16-bit embeddings/head/norms). Candidates
-  to check on a GPU: LitGPT's `bnb.nf4` without double quantization, dequantized weights kept by bitsandbytes'
-  matmul, and the checkpoint loading/quantization, which LitGPT's `max_memory_allocated` covers (the whole
-  run, not one step). LitGPT is not the Hugging Face implementation the activation model is measured on.
+  to check on a GPU: bitsandbytes versions whose `MatMul4Bit` saved each 4-bit layer's input for backward
+  (`ctx.tensors = (A, B)` in some public copies; 0.50 saves `(None, B)`, which we model: about 1.5 GB of the
+  gap for Llama-2-7B at batch 2 x 512), the per-call dequantized weight, and the checkpoint
+  loading/quantization, which LitGPT's `max_memory_allocated` covers (the whole run, not one step). LitGPT is not the Hugging Face implementation the activation model is measured on.
 - LitGPT Gemma-2B full fine-tuning on 4 GPUs (-57%): LitGPT's FSDP setup (and the full-state-dict
   checkpointing it uses) holds far more than a ZeRO-3 training step; not modelled.
 - PEFT LoRA rows (+10% to +23%): batch size and sequence lengths are not stated in the PEFT table; we assume
