@@ -7,7 +7,6 @@ from typing import Any
 
 from gpuplan.catalog.loader import (find_gpu, load_activation_table, load_overheads, load_project, parse_project,
                                     resolve_model)
-from gpuplan.core.lora import lora_params
 from gpuplan.core.memory import estimate_memory, resolve
 from gpuplan.core.params import count_params
 from gpuplan.errors import InputError
@@ -48,10 +47,6 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         raise InputError(["workload", "kv_cache_dtype"], f"{arch.model_type} keeps no KV cache")
     params = count_params(arch)
     mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, load_activation_table(), load_overheads())
-    lora = w.lora
-    trainable = 0 if w.task == "inference" else (
-        lora_params(arch, lora.rank if lora else 16, lora.targets if lora else None)
-        if w.task in ("lora", "qlora") else params.total)
     r = resolve(arch, w)
     gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
     bd = mem.breakdown
@@ -76,7 +71,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     return EstimateResult(
         project=project.name,
         model=ModelInfo(name=model.name, origin=model.origin, model_type=arch.model_type, parameters=params.total,
-                        trainable_parameters=trainable, active_parameters=params.active, source=model.source,
+                        trainable_parameters=mem.trainable_parameters, active_parameters=params.active, source=model.source,
                         as_of=model.as_of),
         workload=workload,
         hardware=HardwareInfo(gpu=gpu_row.id if gpu_row else None, gpus=hw.gpus, layout=mem.layout,

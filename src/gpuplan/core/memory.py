@@ -27,7 +27,7 @@ from gpuplan.core.params import ParamCount, cnn_feature_elements
 from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, MemoryBreakdown, MemoryEstimate,
                                      Note, Overheads)
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.project import Layout, LoraSpec, Workload
 
 #: bytes per parameter of NF4 with double quantization: 4 bits + an 8-bit absmax per 64 weights
 #: + an fp32 scale per 256 absmax blocks (QLoRA paper, Dettmers et al. 2023, section 3)
@@ -146,7 +146,8 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -
     total = p.total
     lora = w.task in ("lora", "qlora")
     if lora:
-        trainable = lora_params(arch, w.lora.rank if w.lora else 16, w.lora.targets if w.lora else None)
+        spec = w.lora or LoraSpec()
+        trainable = lora_params(arch, spec.rank, spec.targets)
     else:
         trainable = total
     if w.task == "qlora":
@@ -213,16 +214,19 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     notes: list[Note] = []
     dp = max(gpus // (lay.tp * lay.pp), 1)
     st = _static(arch, p, w, lay, dp)
-    rank = w.lora.rank if (w.lora and w.task in ("lora", "qlora")) else (16 if w.task in ("lora", "qlora") else 0)
+    rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
     eager = w.attention == "eager"
     ckpt = w.gradient_checkpointing
+    n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
+    microbatches = _microbatches(w, r, dp)
+    in_flight = min(lay.pp, microbatches) / lay.pp  # 1F1B: the first stage holds pp micro-batches of its layers
 
     saved_layer = 0.0  # bytes saved over all layers
     one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
     groups = _layers_tokens(arch, r)
     if arch.kind == "cnn":  # feature maps, measured per element (data/cnn_activations.toml)
         per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
-        saved_layer = r.batch * per_elem * cnn_feature_elements(arch, r.seq) / lay.pp * min(lay.pp, _microbatches(w, r, dp))
+        saved_layer = r.batch * per_elem * cnn_feature_elements(arch, r.seq) * in_flight
         one_layer = saved_layer / arch.num_layers
         groups = []
     else:
@@ -231,7 +235,7 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
         tokens = r.batch * seq
         full = (_per_token(full_c, arch, seq, rank, lay.tp)
                 + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w)))
-        layers_here = layers / lay.pp * min(lay.pp, _microbatches(w, r, dp))
+        layers_here = layers * in_flight
         if ckpt:
             ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp)
             saved_layer += layers_here * tokens * ck
@@ -241,7 +245,7 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     head_saved, head_fwd, head_bwd = _head_bytes(arch, r, w, lay.tp)
     embed = r.batch * r.seq * arch.hidden_size * _residual_bytes(w)
     if arch.kind == "cnn":  # the input images
-        embed = r.batch * arch.num_channels * r.seq * r.seq * (2 if regime_of(w) == "bf16" else 4)
+        embed = r.batch * arch.num_channels * r.seq * r.seq * _residual_bytes(w)
     activations = saved_layer + head_saved + embed
     recompute = one_layer if ckpt else 0.0
 
@@ -253,18 +257,17 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
         shard = lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
         head_w = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
         amp_casts = (p.block_linear_weights + head_w) * cast_b / shard
-        layers = max(arch.num_layers + arch.num_decoder_layers, 1)
-        amp_casts_bwd = (head_w + p.block_linear_weights / layers) * cast_b / shard if ckpt else amp_casts
+        amp_casts_bwd = (head_w + p.block_linear_weights / n_layers) * cast_b / shard if ckpt else amp_casts
     zero3_work = 0.0
     if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
-        zero3_work = 2 * p.blocks / max(arch.num_layers + arch.num_decoder_layers, 1) * 2 / (lay.tp)
+        zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
     ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
     if ddp_buckets:
         notes.append(Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
                           "buckets beside the gradients: one more gradient-sized buffer"))
     W, O, G = st["weights"], st["optimizer"], st["gradients"]
-    layer_grad = G / max(arch.num_layers + arch.num_decoder_layers, 1)
-    accumulating = _microbatches(w, r, dp) > 1  # gradient accumulation: gradients live through forward too
+    layer_grad = G / n_layers
+    accumulating = microbatches > 1  # gradient accumulation: gradients live through forward too
     g_acc = G if accumulating else 0.0
     head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
     if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
@@ -288,7 +291,7 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
         "optimizer": dict(weights=W, optimizer=O, gradients=G, activations=0.0,
                           other=st["optimizer_temp"] + fixed_other),
     }
-    return _finish(phases, oh, gpus, lay, training=True, notes=notes, kv=0.0)
+    return _finish(phases, oh, gpus, lay, training=True, notes=notes, kv=0.0, trainable=st["trainable"])
 
 
 def _microbatches(w: Workload, r: Resolved, dp: int) -> int:
@@ -342,7 +345,7 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     logits = r.batch * arch.vocab_size * 4 / lay.tp  # last position only, as generate() asks for
     phases = {"prefill": dict(weights=weights, optimizer=0.0, gradients=0.0, activations=layer_tmp,
                               other=logits)}
-    return _finish(phases, oh, gpus, lay, training=False, notes=notes, kv=kv)
+    return _finish(phases, oh, gpus, lay, training=False, notes=notes, kv=kv, trainable=0)
 
 
 def kv_cache_bytes(arch: ModelArch, batch: int, context: int, dtype_bytes: int) -> float:
@@ -362,7 +365,7 @@ def _round(n: float) -> int:
 
 
 def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
-            notes: list[Note], kv: float) -> MemoryEstimate:
+            notes: list[Note], kv: float, trainable: int) -> MemoryEstimate:
     rounded = {name: {k: _round(v) for k, v in parts.items()} for name, parts in phases.items()}
     totals = {name: sum(parts.values()) + _round(kv) for name, parts in rounded.items()}
     peak_phase = max(totals, key=lambda k: totals[k])
@@ -388,7 +391,7 @@ def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: 
     phase_name = "backward" if peak_phase.startswith("backward") else peak_phase
     return MemoryEstimate(
         breakdown=bd, peak_phase=phase_name, phase_peaks_bytes=totals,
-        peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device, dominant=dominant, gpus=gpus,
+        trainable_parameters=trainable, peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device, dominant=dominant, gpus=gpus,
         layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "dp": max(gpus // (lay.tp * lay.pp), 1),
                 "offload": lay.offload},
         notes=notes,

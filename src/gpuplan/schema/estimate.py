@@ -90,6 +90,7 @@ class MemoryEstimate(_Frozen):
     breakdown: MemoryBreakdown
     peak_phase: str  # forward | backward | optimizer | prefill
     phase_peaks_bytes: dict[str, int]
+    trainable_parameters: int  # what gets gradients and optimizer states (0 for inference)
     peak_tensor_bytes: int  # torch.cuda.max_memory_allocated
     reserved_bytes: int  # torch.cuda.max_memory_reserved
     device_bytes: int  # what nvidia-smi shows for the process
