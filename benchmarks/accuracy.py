@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from gpuplan.api import estimate
-from gpuplan.catalog.loader import find_preset, load_gpus, resolve_model
+from gpuplan.catalog.hardware import builtin_catalog
+from gpuplan.catalog.loader import find_preset, resolve_model
 from gpuplan.core.params import count_params
 from gpuplan.schema.project import ModelRef
 from gpuplan.units import GB, GIB, MIB
@@ -123,7 +124,7 @@ def main() -> None:
                                            dp=proj["hardware"]["gpus"],
                                            zero=proj["hardware"].get("layout", {}).get("zero", 0))
         meas = measured_bytes(c)
-        gpu_cap = load_gpus()[proj["hardware"]["gpu"]].memory_gib * GIB if proj["hardware"]["gpu"] else None
+        gpu_cap = builtin_catalog().gpus.rows[proj["hardware"]["gpu"]].memory_gib * GIB if proj["hardware"]["gpu"] else None
         if meas is None:  # an out-of-memory outcome: the estimate must exceed the GPU
             verdict = "predicts OOM ✓" if gpu_cap and res.memory.device_bytes > gpu_cap else "misses OOM ✗"
             rows.append((c["id"], c.get("outcome", ""), f"{ours / GB:.1f} GB", verdict, "", ""))

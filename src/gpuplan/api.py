@@ -5,21 +5,43 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuplan.catalog.loader import (find_gpu, load_activation_table, load_overheads, load_project, parse_project,
-                                    resolve_model)
+from collections.abc import Sequence
+
+from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
+from gpuplan.catalog.loader import (load_activation_table, load_overheads, load_project, load_speed_model,
+                                    parse_project, resolve_model)
+from gpuplan.core.flops import forward_flops, training_flops
 from gpuplan.core.memory import estimate_memory, resolve
 from gpuplan.core.params import count_params
+from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InputError
+from gpuplan.schema.estimate import Note
 from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, MemoryOut, ModelInfo
+from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
 
 
-def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
-             base_dir: Path | None = None) -> EstimateResult:
-    """Peak memory per GPU for a project (a Project, a dict, or a project file path).
+def training_tokens(project: Project, tok_sample: int) -> tuple[float | None, str | None]:
+    """Tokens (images for CNNs) a training run processes, and how they were derived: workload.tokens, or
+    workload.epochs x data.samples x tokens per sample (each sample padded or packed to the sequence)."""
+    w, d = project.workload, project.data
+    if w.tokens:
+        return w.tokens, "workload.tokens"
+    if w.epochs and d and d.samples:
+        return w.epochs * d.samples * tok_sample, (f"workload.epochs ({w.epochs:g}) x data.samples ({d.samples:,}) "
+                                                   f"x {tok_sample} tokens per sample")
+    return None, None
 
-    `gpu`/`gpus` override the project's `hardware` section. Without hardware: one GPU, no parallelism."""
+
+def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
+             base_dir: Path | None = None, catalog: Catalog | None = None,
+             catalog_files: Sequence[str | Path] = ()) -> EstimateResult:
+    """Peak memory per GPU, FLOPs, and with a GPU the training or inference speed, for a project (a Project,
+    a dict, or a project file path).
+
+    `gpu`/`gpus` override the project's `hardware` section. Without hardware: one GPU, no parallelism.
+    `catalog_files` add or replace hardware rows (`--catalog`); `catalog` passes a loaded one."""
     if isinstance(project, (str, Path)):
         project, base_dir = load_project(project)
     elif isinstance(project, dict):
@@ -32,7 +54,9 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         except ValueError as exc:
             raise InputError(["--gpus"], str(exc)) from None
     gpu_id = gpu or hw.gpu
-    gpu_row = find_gpu(gpu_id, ["--gpu"] if gpu else ["hardware", "gpu"]) if gpu_id else None
+    if catalog is None:
+        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
+    gpu_row = catalog.gpus.find(gpu_id, ["--gpu"] if gpu else ["hardware", "gpu"]) if gpu_id else None
 
     model = resolve_model(project.model, base_dir)
     arch = model.arch
@@ -46,8 +70,36 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     if w.task == "inference" and arch.kind in ("encoder", "vit", "cnn") and w.kv_cache_dtype:
         raise InputError(["workload", "kv_cache_dtype"], f"{arch.model_type} keeps no KV cache")
     params = count_params(arch)
-    mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, load_activation_table(), load_overheads())
+    table = load_activation_table()
+    mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, load_overheads())
     r = resolve(arch, w)
+    notes = list(mem.notes)
+    time = inference = None
+    if r.training:
+        tok_sample = tokens_per_sample(arch, w)
+        total, how = training_tokens(project, tok_sample)
+        fwd = forward_flops(arch, params, r.seq, target=r.target, eager=w.attention == "eager", image_size=r.seq)
+        tf = training_flops(fwd, frozen_base=w.task in ("lora", "qlora"), checkpointing=w.gradient_checkpointing)
+        compute = ComputeOut(flops_per_token=tf.model_per_token, hardware_flops_per_token=tf.hardware_per_token,
+                             flops_total=tf.model_per_token * total if total else None)
+        if gpu_row is not None:
+            speed = estimate_training_speed(arch, params, w, hw.layout, hw.gpus, gpu_row, load_speed_model(), table,
+                                            trainable=mem.trainable_parameters, total_tokens=total)
+            time, compute = speed.time, speed.compute
+            notes += speed.notes
+            if how and time is not None:
+                time = time.model_copy(update={"assumptions": [*time.assumptions, f"training tokens: {how}"]})
+        if total is None:
+            notes.append(Note(code="no-training-length", message="give workload.tokens, or workload.epochs and "
+                              "data.samples, for the run's FLOPs, wall time and GPU-hours"))
+    else:
+        fwd = forward_flops(arch, params, r.seq, eager=w.attention == "eager", image_size=r.seq)
+        compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
+                             flops_total=None)
+        if gpu_row is not None:
+            speed = estimate_inference_speed(arch, params, w, hw.layout, hw.gpus, gpu_row, load_speed_model())
+            inference, compute = speed.inference, speed.compute
+            notes += speed.notes
     gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
     bd = mem.breakdown
     memory = MemoryOut(
@@ -76,5 +128,5 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         workload=workload,
         hardware=HardwareInfo(gpu=gpu_row.id if gpu_row else None, gpus=hw.gpus, layout=mem.layout,
                               gpu_memory_bytes=gpu_bytes),
-        memory=memory, notes=mem.notes,
+        memory=memory, compute=compute, time=time, inference=inference, notes=notes,
     )

@@ -7,18 +7,20 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 
 from gpuplan import api
-from gpuplan.catalog.loader import example_names, example_path, load_gpus, load_presets
+from gpuplan.catalog.hardware import KINDS
+from gpuplan.catalog.loader import example_names, example_path, find_preset, load_presets
 from gpuplan.errors import GpuplanError, InfeasibleError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="gpuplan: which GPU server to get for an AI project, and why.")
-catalog_app = typer.Typer(no_args_is_help=True, help="List the built-in catalogs.")
+catalog_app = typer.Typer(no_args_is_help=True, help="List, filter and show the catalogs, with sources.")
 app.add_typer(catalog_app, name="catalog")
 
 _state = {"debug": False}
@@ -27,6 +29,16 @@ _state = {"debug": False}
 class Format(str, Enum):
     text = "text"
     json = "json"
+
+
+CatalogFiles = Annotated[Optional[list[Path]], typer.Option(
+    "--catalog", help="A file of your own rows (TOML or YAML, same schema); a row replaces the built-in one with "
+                      "the same id. Repeatable.")]
+AsJson = Annotated[bool, typer.Option("--json", help="JSON output.")]
+Where = Annotated[Optional[list[str]], typer.Option(
+    "--where", help="Filter rows: FIELD=VALUE, FIELD>=NUMBER or FIELD<=NUMBER; dotted fields reach inside "
+                    "(tflops.bf16>=300, interconnect.kind=nvlink-switch, market_class=datacenter). Repeatable.")]
+RowId = Annotated[Optional[str], typer.Argument(help="Show one row in full (id or alias).")]
 
 
 @app.callback()
@@ -49,6 +61,7 @@ def estimate(
     gpu: Annotated[Optional[str], typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = None,
     gpus: Annotated[Optional[int], typer.Option(min=1, help="Number of GPUs.")] = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    catalog: CatalogFiles = None,
 ) -> None:
     """Peak GPU memory per GPU: weights, gradients, optimizer, activations, KV cache, at three levels."""
     if list_examples:
@@ -58,7 +71,7 @@ def estimate(
         if (project is None) == (example is None):
             raise GpuplanError("give a project file or --example NAME (`gpuplan estimate --list-examples`)")
         path = project if project is not None else example_path(example or "")
-        result = api.estimate(path, gpu=gpu, gpus=gpus)
+        result = api.estimate(path, gpu=gpu, gpus=gpus, catalog_files=catalog or [])
     except GpuplanError as exc:
         _fail(exc)
         return
@@ -72,11 +85,126 @@ def estimate(
         render_text(result, Console())
 
 
+def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: list[str] | None, as_json: bool,
+               columns: list[tuple[str, Callable[[Any], str]]]) -> None:
+    from gpuplan.catalog.hardware import load_catalog
+    from gpuplan.catalog.listing import filter_rows, row_json
+
+    try:
+        cat = load_catalog(files or [])
+        table = cat.table(kind)
+        rows = [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), where or [], kind)
+    except GpuplanError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        import json
+
+        typer.echo(json.dumps([row_json(r, table.origins[r.id]) for r in rows], indent=2))
+        return
+    console = Console()
+    if row_id:
+        _show_row(console, rows[0], table.origins[rows[0].id])
+        return
+    from rich.table import Table
+
+    t = Table(*(c for c, _ in columns), "as_of", "source", title=f"{len(rows)} {KINDS[kind][2]}")
+    for r in rows:
+        origin = table.origins[r.id]
+        rid = r.id + (" [yellow](yours, replaces built-in)[/yellow]" if origin.overrides_builtin
+                      else " [cyan](yours)[/cyan]" if not origin.file.startswith("gpuplan/") else "")
+        t.add_row(rid, *(fn(r) for _, fn in columns[1:]), str(r.as_of), r.source[:50])
+    console.print(t)
+    overridden = table.overridden()
+    if overridden:
+        console.print(f"Your rows replace built-in {', '.join(overridden)}.")
+
+
+def _show_row(console: Console, row: Any, origin: Any) -> None:
+    from rich.table import Table
+
+    t = Table("field", "value", title=f"{row.id}: {row.name}", show_header=False)
+    for k, v in row.model_dump(mode="json").items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{a}={b}" for a, b in v.items() if b is not None)
+        elif isinstance(v, list):
+            v = ", ".join(map(str, v))
+        t.add_row(k, "" if v is None else str(v))
+    t.add_row("from", origin.file + (" (replaces the built-in row)" if origin.overrides_builtin else ""))
+    console.print(t)
+
+
+def _num(v: float | None, fmt: str = "{:,.0f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+@catalog_app.command("gpus")
+def catalog_gpus(row_id: RowId = None, as_json: AsJson = False, where: Where = None,
+                 catalog: CatalogFiles = None) -> None:
+    """GPUs and accelerators: memory, bandwidth, dense TFLOPS, power, links, market class, price; with sources."""
+    _list_rows("gpu", row_id, catalog, where, as_json, [
+        ("id", str), ("memory", lambda g: f"{g.memory_gib:g} GiB {g.memory_type}"),
+        ("GB/s", lambda g: _num(g.memory_bandwidth_gbs)), ("bf16/fp16 TFLOPS", lambda g: _num(g.tflops.bf16 or g.tflops.fp16)),
+        ("fp8", lambda g: _num(g.tflops.fp8)), ("W", lambda g: _num(g.tdp_w)),
+        ("link", lambda g: g.interconnect.kind if g.interconnect.kind == "none"
+         else f"{g.interconnect.kind} {g.interconnect.bandwidth_gbs:g} GB/s x{g.interconnect.domain_gpus}"),
+        ("class", lambda g: g.market_class), ("price", lambda g: f"${g.price.usd:,.0f} ({g.price.as_of.year})" if g.price else "-"),
+    ])
+
+
+@catalog_app.command("cpus")
+def catalog_cpus(row_id: RowId = None, as_json: AsJson = False, where: Where = None,
+                 catalog: CatalogFiles = None) -> None:
+    """Server CPUs: cores, PCIe lanes, memory channels, TDP, price; with sources."""
+    _list_rows("cpu", row_id, catalog, where, as_json, [
+        ("id", str), ("name", lambda c: c.name), ("cores", lambda c: str(c.cores)),
+        ("PCIe lanes", lambda c: str(getattr(c, "pcie_lanes", "-"))),
+        ("mem channels", lambda c: str(getattr(c, "memory_channels", "-"))),
+        ("W", lambda c: _num(getattr(c, "tdp_w", None))),
+    ])
+
+
+@catalog_app.command("platforms")
+def catalog_platforms(row_id: RowId = None, as_json: AsJson = False, where: Where = None,
+                      catalog: CatalogFiles = None) -> None:
+    """Server platforms (chassis): GPU slots and form factors, PSU, rack units; with sources."""
+    _list_rows("platform", row_id, catalog, where, as_json, [
+        ("id", str), ("name", lambda p: p.name), ("GPUs", lambda p: str(p.gpu_slots)),
+        ("form factors", lambda p: ", ".join(getattr(p, "gpu_form_factors", []) or [])),
+        ("PSU W", lambda p: _num(getattr(p, "psu_total_w", None))),
+        ("U", lambda p: _num(getattr(p, "rack_units", None), "{:g}")),
+    ])
+
+
+@catalog_app.command("drives")
+def catalog_drives(row_id: RowId = None, as_json: AsJson = False, where: Where = None,
+                   catalog: CatalogFiles = None) -> None:
+    """NVMe drives: capacity and throughput; with sources."""
+    _list_rows("drive", row_id, catalog, where, as_json, [
+        ("id", str), ("name", lambda d: d.name), ("TB", lambda d: f"{d.capacity_tb:g}"),
+        ("read GB/s", lambda d: _num(getattr(d, "seq_read_gbs", None), "{:g}")),
+        ("write GB/s", lambda d: _num(getattr(d, "seq_write_gbs", None), "{:g}")),
+    ])
+
+
+@catalog_app.command("nics")
+def catalog_nics(row_id: RowId = None, as_json: AsJson = False, where: Where = None,
+                 catalog: CatalogFiles = None) -> None:
+    """Network cards: ports and speed, InfiniBand or Ethernet, RDMA; with sources."""
+    _list_rows("nic", row_id, catalog, where, as_json, [
+        ("id", str), ("name", lambda n: n.name), ("ports", lambda n: str(n.ports)),
+        ("Gb/s per port", lambda n: _num(getattr(n, "gbps_per_port", None))),
+        ("kind", lambda n: str(getattr(n, "kind", "-"))),
+    ])
+
+
 @catalog_app.command("models")
-def catalog_models(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
+def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
     """Built-in model presets with their sources."""
     try:
         presets = load_presets()
+        if row_id:
+            presets = {(p := find_preset(row_id, ["models"])).id: p}
     except GpuplanError as exc:
         _fail(exc)
         return
@@ -91,27 +219,6 @@ def catalog_models(as_json: Annotated[bool, typer.Option("--json", help="JSON ou
     for p in presets.values():
         t.add_row(p.id, p.name, f"{p.parameters / 1e9:,.2f} B", p.config["model_type"], str(p.as_of),
                   p.source[:60])
-    Console().print(t)
-
-
-@catalog_app.command("gpus")
-def catalog_gpus(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
-    """Built-in GPUs (memory facts) with their sources."""
-    try:
-        gpus = load_gpus()
-    except GpuplanError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        import json
-
-        typer.echo(json.dumps([g.model_dump(mode="json") for g in gpus.values()], indent=2))
-        return
-    from rich.table import Table
-
-    t = Table("id", "name", "memory", "as_of", "source")
-    for g in gpus.values():
-        t.add_row(g.id, g.name, f"{g.memory_gib:g} GiB", str(g.as_of), g.source[:60])
     Console().print(t)
 
 

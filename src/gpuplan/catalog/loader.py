@@ -20,6 +20,7 @@ from gpuplan.errors import CatalogError, HubUnavailableError, InputError, Unknow
 from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
+from gpuplan.schema.speed import GenerationEfficiency, SpeedModel, SpeedParams
 
 SCHEMA_VERSIONS = (1,)
 
@@ -118,6 +119,34 @@ def load_overheads() -> Overheads:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise CatalogError(path, err["msg"], row=".".join(map(str, err["loc"]))) from None
+
+
+@lru_cache(maxsize=1)
+def load_speed_model() -> SpeedModel:
+    """The speed model's assumptions (data/speed.toml)."""
+    path = "gpuplan/data/speed.toml"
+    data = _read_toml(_data_text("speed.toml"), path)
+    gens: dict[str, GenerationEfficiency] = {}
+    for i, row in enumerate(data.get("generation", [])):
+        try:
+            g = GenerationEfficiency(**row)
+        except ValidationError as exc:
+            raise _row_error(path, row, i, exc) from None
+        gens[g.id] = g
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for i, row in enumerate(data.get("param", [])):
+        for key in ("id", "value", "source", "as_of"):
+            if key not in row:
+                raise CatalogError(path, f"missing {key}", row=row.get("id", i), field=key)
+        values[row["id"]] = row["value"]
+        sources[row["id"]] = row["source"]
+    try:
+        params = SpeedParams(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise CatalogError(path, err["msg"], row=".".join(map(str, err["loc"]))) from None
+    return SpeedModel(generations=gens, params=params, sources=sources)
 
 
 @lru_cache(maxsize=1)
@@ -282,41 +311,7 @@ def example_path(name: str) -> Path:
     return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
 
 
-__all__ = ["GpuRow", "ModelPreset", "ResolvedModel", "example_names", "example_path", "find_gpu", "find_preset",
-           "load_activation_table", "load_gpus", "load_overheads", "load_presets", "load_project", "parse_project",
+__all__ = ["ModelPreset", "ResolvedModel", "example_names", "example_path", "find_preset",
+           "load_activation_table", "load_overheads", "load_presets", "load_project", "load_speed_model",
+           "parse_project",
            "resolve_model", "translate_validation_error"]
-
-
-class GpuRow(BaseModel):
-    """A row of data/gpus.toml (memory facts; the hardware catalog extends it)."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
-    name: str
-    aliases: list[str] = Field(default_factory=list)
-    memory_gib: float = Field(gt=0, le=1024)
-    source: str = Field(min_length=1)
-    as_of: datetime.date
-
-
-@lru_cache(maxsize=1)
-def load_gpus() -> dict[str, GpuRow]:
-    path = "gpuplan/data/gpus.toml"
-    data = _read_toml(_data_text("gpus.toml"), path)
-    out: dict[str, GpuRow] = {}
-    for i, row in enumerate(data.get("gpu", [])):
-        try:
-            gpu = GpuRow(**row)
-        except ValidationError as exc:
-            raise _row_error(path, row, i, exc) from None
-        out[gpu.id] = gpu
-    return out
-
-
-def find_gpu(name: str, loc: Sequence[str | int] = ("hardware", "gpu")) -> GpuRow:
-    gpus = load_gpus()
-    for g in gpus.values():
-        if name.lower() in (g.id, *(a.lower() for a in g.aliases)):
-            return g
-    raise UnknownNameError(loc, "gpu", name, list(gpus))

@@ -294,6 +294,22 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     return _finish(phases, oh, gpus, lay, training=True, notes=notes, kv=0.0, trainable=st["trainable"])
 
 
+def saved_bytes_per_sample(arch: ModelArch, w: Workload, table: ActivationTable, tp: int = 1) -> float:
+    """Bytes autograd saves for backward for one sample, over all layers, without checkpointing: the speed
+    model's measure of the elementwise (memory-bound) traffic of a training step."""
+    r = resolve(arch, w)
+    if arch.kind == "cnn":
+        per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
+        return per_elem * cnn_feature_elements(arch, r.seq)
+    rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
+    c = _coefficients(arch, w, False, table, [])
+    total = 0.0
+    for layers, seq in _layers_tokens(arch, r):
+        total += layers * seq * (_per_token(c, arch, seq, rank, tp)
+                                 + _dropout_mask_bytes_per_token(arch, seq, w.attention == "eager", _compute_bytes(w)))
+    return total
+
+
 def _microbatches(w: Workload, r: Resolved, dp: int) -> int:
     if w.global_batch_size:
         return max(w.global_batch_size // (r.batch * dp), 1)

@@ -137,6 +137,20 @@ def _vit(arch: ModelArch) -> ParamCount:
                       head=head, active=embedding + active + head)
 
 
+def resnet_blocks(arch: ModelArch) -> list[tuple[int, int, int]]:
+    """(input channels, output channels, stride) of every residual block, stage after stage."""
+    assert arch.resnet is not None
+    st = arch.resnet
+    out = []
+    c_in = st.embedding_size
+    for i, (c_out, depth) in enumerate(zip(st.hidden_sizes, st.depths, strict=True)):
+        stride = 2 if (i > 0 or st.downsample_in_first_stage) else 1
+        for j in range(depth):
+            out.append((c_in if j == 0 else c_out, c_out, stride if j == 0 else 1))
+        c_in = c_out
+    return out
+
+
 def _resnet(arch: ModelArch) -> ParamCount:
     assert arch.resnet is not None
     st = arch.resnet
@@ -147,22 +161,16 @@ def _resnet(arch: ModelArch) -> ParamCount:
     embedding = conv_bn(arch.num_channels, st.embedding_size, 7)
     blocks = 0
     largest = 0
-    c_in = st.embedding_size
-    for i, (c_out, depth) in enumerate(zip(st.hidden_sizes, st.depths, strict=True)):
-        stride = 2 if (i > 0 or st.downsample_in_first_stage) else 1
-        for j in range(depth):
-            s = stride if j == 0 else 1
-            src = c_in if j == 0 else c_out
-            if src != c_out or s != 1:
-                blocks += conv_bn(src, c_out, 1)
-            if st.layer_type == "bottleneck":
-                red = c_out // 4
-                blocks += conv_bn(src, red, 1) + conv_bn(red, red, 3) + conv_bn(red, c_out, 1)
-                largest = max(largest, red * red * 9, src * red, red * c_out)
-            else:
-                blocks += conv_bn(src, c_out, 3) + conv_bn(c_out, c_out, 3)
-                largest = max(largest, c_out * c_out * 9)
-        c_in = c_out
+    for src, c_out, s in resnet_blocks(arch):
+        if src != c_out or s != 1:
+            blocks += conv_bn(src, c_out, 1)
+        if st.layer_type == "bottleneck":
+            red = c_out // 4
+            blocks += conv_bn(src, red, 1) + conv_bn(red, red, 3) + conv_bn(red, c_out, 1)
+            largest = max(largest, red * red * 9, src * red, red * c_out)
+        else:
+            blocks += conv_bn(src, c_out, 3) + conv_bn(c_out, c_out, 3)
+            largest = max(largest, c_out * c_out * 9)
     head = _linear(st.hidden_sizes[-1], arch.num_labels, True)
     return ParamCount(embedding=embedding, blocks=blocks, block_linear_weights=0, largest_linear_weight=largest,
                       head=head, active=embedding + blocks + head)

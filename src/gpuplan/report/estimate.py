@@ -56,6 +56,55 @@ def render_text(result: EstimateResult, console: Console) -> None:
         verdict = "[green]fits[/green]" if mem.fits else "[red]does not fit[/red]"
         lines.append(f"{hw.gpu}: {_gib(hw.gpu_memory_bytes)} per GPU → {verdict} "
                      f"(headroom {_gib(mem.headroom_bytes or 0)}).")
+    lines += _speed_lines(result)
     for note in result.notes:
         lines.append(("[yellow]! [/yellow]" if note.severity == "warning" else "· ") + note.message)
     console.print(Panel(Group(head, table, "\n".join(lines)), title="gpuplan estimate", expand=False))
+
+
+def _fmt(v: float, unit: str = "") -> str:
+    if v >= 100:
+        return f"{v:,.0f}{unit}"
+    if v >= 10:
+        return f"{v:,.1f}{unit}"
+    return f"{v:,.3g}{unit}"
+
+
+def _duration(hours: float) -> str:
+    if hours < 1:
+        return f"{hours * 60:,.0f} min"
+    if hours < 48:
+        return f"{hours:,.1f} h"
+    return f"{hours / 24:,.1f} days"
+
+
+def _speed_lines(result: EstimateResult) -> list[str]:
+    c, t, inf = result.compute, result.time, result.inference
+    out = [f"Compute: {c.flops_per_token / 1e9:,.2f} GFLOP per token"
+           + (f" ({c.hardware_flops_per_token / 1e9:,.2f} with recomputation)"
+              if c.hardware_flops_per_token > c.flops_per_token * 1.001 else "")
+           + (f", {c.flops_total:.3g} FLOP in all" if c.flops_total else "") + "."]
+    if t is not None:
+        lo, hi = t.tokens_per_s_range
+        out.append(f"Training: {_fmt(t.tokens_per_s)} tokens/s on {result.hardware.gpus} GPU(s) "
+                   f"(range {_fmt(lo)}–{_fmt(hi)}; {_fmt(t.tokens_per_s_per_gpu)} per GPU, MFU {t.mfu:.0%}), "
+                   f"{_fmt(t.step_seconds)} s per step.")
+        if t.wall_hours is not None and t.wall_hours_range and t.gpu_hours is not None and t.gpu_hours_range:
+            wl, wh = t.wall_hours_range
+            gl, gh = t.gpu_hours_range
+            out.append(f"Run of {t.tokens:.3g} tokens: {_duration(t.wall_hours)} wall (range {_duration(wl)}–"
+                       f"{_duration(wh)}), {_fmt(t.gpu_hours)} GPU-hours ({_fmt(gl)}–{_fmt(gh)}).")
+        parts = sorted(t.step_breakdown_s.items(), key=lambda kv: -kv[1])
+        total = sum(v for _, v in parts) or 1.0
+        out.append("Step time: " + ", ".join(f"{k.replace('_', ' ')} {100 * v / total:.0f}%" for k, v in parts if v > 0)
+                   + ".")
+        out += [f"· assumed: {a}" for a in t.assumptions]
+    if inf is not None:
+        lo, hi = inf.time_to_first_token_s_range
+        dlo, dhi = inf.decode_tokens_per_s_per_request_range
+        out.append(f"Inference: first token after {_fmt(inf.time_to_first_token_s, ' s')} ({_fmt(lo)}–{_fmt(hi)} s); "
+                   f"{_fmt(inf.decode_tokens_per_s_per_request)} tokens/s per request ({_fmt(dlo)}–{_fmt(dhi)}), "
+                   f"{_fmt(inf.aggregate_tokens_per_s)} tokens/s in all; decoding is {inf.decode_bound}-bound.")
+        out.append(f"A request takes {_fmt(inf.request_latency_s, ' s')}; {_fmt(inf.requests_per_s)} requests/s.")
+        out += [f"· assumed: {a}" for a in inf.assumptions]
+    return out

@@ -67,6 +67,9 @@ class Workload(_Section):
     target_length: PositiveInt | None = None
     image_size: PositiveInt | None = None
     gradient_checkpointing: bool = False
+    #: fp32 training: let matmuls run as TF32 on Ampere and later (torch.backends.cuda.matmul.allow_tf32,
+    #: HF Trainer --tf32); memory is unchanged, speed uses the TF32 tensor-core peak
+    tf32: bool = False
     attention: Attention = "sdpa"
     lora: LoraSpec | None = None
     tokens: PositiveFloat | None = None

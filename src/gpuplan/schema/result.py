@@ -8,6 +8,7 @@ import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.speed import ComputeOut, InferenceSpeed, TimeEstimate
 
 
 class _Out(BaseModel):
@@ -55,4 +56,9 @@ class EstimateResult(_Out):
     workload: dict[str, object]
     hardware: HardwareInfo
     memory: MemoryOut
+    compute: ComputeOut
+    #: training speed (with a GPU)
+    time: TimeEstimate | None = None
+    #: inference speed (with a GPU)
+    inference: InferenceSpeed | None = None
     notes: list[Note] = Field(default_factory=list)

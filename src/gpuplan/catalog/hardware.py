@@ -1,0 +1,189 @@
+"""The hardware catalog: built-in rows (data/gpus.toml, cpus.toml, platforms.toml, drives.toml, nics.toml)
+plus the user's own files (`--catalog FILE`, TOML or YAML with the same tables). A user row replaces the
+built-in row with the same id, and the catalog remembers that it did. Every error names the file, the row
+and the field."""
+
+from __future__ import annotations
+
+import datetime
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gpuplan.errors import CatalogError, UnknownNameError
+from gpuplan.schema.hardware import CatalogRow, Gpu
+from gpuplan.schema.server import Cpu, Drive, Nic, Platform
+
+SCHEMA_VERSIONS = (1,)
+
+#: table name in a catalog file -> (row model, built-in file, plural used by `gpuplan catalog`)
+KINDS: dict[str, tuple[type[CatalogRow], str, str]] = {
+    "gpu": (Gpu, "gpus.toml", "gpus"),
+    "cpu": (Cpu, "cpus.toml", "cpus"),
+    "platform": (Platform, "platforms.toml", "platforms"),
+    "drive": (Drive, "drives.toml", "drives"),
+    "nic": (Nic, "nics.toml", "nics"),
+}
+
+R = TypeVar("R", bound=CatalogRow)
+
+
+class Origin(BaseModel):
+    """Where a row comes from, and the built-in row it replaced, if any."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    overrides_builtin: bool = False
+
+
+class Table(BaseModel, Generic[R]):
+    """The rows of one kind, by id, with where each came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    rows: dict[str, R]
+    origins: dict[str, Origin]
+
+    def find(self, name: str, loc: Sequence[str | int]) -> R:
+        """A row by id or alias (case-insensitive); an UnknownNameError with close matches otherwise."""
+        key = name.lower()
+        for row in self.rows.values():
+            if key == row.id or key in (a.lower() for a in row.aliases):
+                return row
+        raise UnknownNameError(loc, self.kind, name, list(self.rows))
+
+    def overridden(self) -> list[str]:
+        return [i for i, o in self.origins.items() if o.overrides_builtin]
+
+
+class Catalog(BaseModel):
+    """All hardware tables."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: Table[Gpu]
+    cpus: Table[Cpu]
+    platforms: Table[Platform]
+    drives: Table[Drive]
+    nics: Table[Nic]
+    user_files: tuple[str, ...] = ()
+
+    def table(self, kind: str) -> Table[Any]:
+        return getattr(self, KINDS[kind][2])
+
+
+def _parse(text: str, path: str) -> dict[str, Any]:
+    if path.endswith((".yaml", ".yml")):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CatalogError(path, f"not valid YAML: {exc}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogError(path, f"not valid TOML: {exc}") from None
+    if not isinstance(data, dict):
+        raise CatalogError(path, "a catalog file is a mapping of tables (gpu, cpu, platform, drive, nic)")
+    version = data.get("schema_version", 1)
+    if version not in SCHEMA_VERSIONS:
+        raise CatalogError(path, f"schema_version {version!r} is not one this gpuplan reads "
+                                 f"({', '.join(map(str, SCHEMA_VERSIONS))})", field="schema_version")
+    return data
+
+
+def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: bool) -> dict[str, list[CatalogRow]]:
+    out: dict[str, list[CatalogRow]] = {k: [] for k in KINDS}
+    if user:
+        unknown = [k for k in data if k not in KINDS and k != "schema_version"]
+        if unknown:
+            from gpuplan.errors import suggest
+
+            hint = suggest(unknown[0], KINDS)
+            raise CatalogError(path, f"unknown table {unknown[0]!r}"
+                               + (f"; did you mean {hint[0]!r}?" if hint else "")
+                               + f" (allowed: {', '.join(KINDS)})")
+    for kind in kinds:
+        model = KINDS[kind][0]
+        raw = data.get(kind, [])
+        if not isinstance(raw, list):
+            raise CatalogError(path, f"{kind} must be a list of rows ([[{kind}]] in TOML)", field=kind)
+        seen: set[str] = set()
+        for i, row in enumerate(raw):
+            if not isinstance(row, dict):
+                raise CatalogError(path, "a row must be a table of fields", row=i + 1)
+            try:
+                obj = model.model_validate(row)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                loc = ".".join(map(str, err["loc"]))
+                raise CatalogError(path, err["msg"], row=row.get("id", i + 1), field=loc or None) from None
+            if obj.id in seen:
+                raise CatalogError(path, f"id {obj.id!r} appears twice", row=obj.id, field="id")
+            if obj.as_of > datetime.date.today():
+                raise CatalogError(path, f"as_of {obj.as_of} is in the future", row=obj.id, field="as_of")
+            seen.add(obj.id)
+            out[kind].append(obj)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _builtin() -> dict[str, list[CatalogRow]]:
+    out: dict[str, list[CatalogRow]] = {}
+    for kind, (_, fname, _) in KINDS.items():
+        path = f"gpuplan/data/{fname}"
+        text = resources.files("gpuplan.data").joinpath(fname).read_text(encoding="utf-8")
+        out[kind] = _rows(_parse(text, path), path, [kind], user=False)[kind]
+    return out
+
+
+def _check_aliases(kind: str, rows: dict[str, CatalogRow], path: str) -> None:
+    owner: dict[str, str] = {}
+    for row in rows.values():
+        for name in (row.id, *row.aliases):
+            key = name.lower()
+            if key in owner and owner[key] != row.id:
+                raise CatalogError(path, f"{kind} name {name!r} would mean both {owner[key]!r} and {row.id!r}",
+                                   row=row.id, field="aliases")
+            owner[key] = row.id
+
+
+def load_catalog(user_files: Sequence[str | Path] = ()) -> Catalog:
+    """The built-in catalog, with the rows of `user_files` added or replacing built-ins by id."""
+    builtin = _builtin()
+    tables: dict[str, Table[Any]] = {}
+    user_rows: list[tuple[str, dict[str, list[CatalogRow]]]] = []
+    for f in user_files:
+        p = Path(f)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CatalogError(str(p), f"cannot read: {exc.strerror or exc}") from None
+        user_rows.append((str(p), _rows(_parse(text, str(p)), str(p), KINDS, user=True)))
+    for kind, (_, fname, plural) in KINDS.items():
+        rows: dict[str, CatalogRow] = {r.id: r for r in builtin[kind]}
+        origins = {i: Origin(file=f"gpuplan/data/{fname}") for i in rows}
+        for path, by_kind in user_rows:
+            for r in by_kind[kind]:
+                origins[r.id] = Origin(file=path, overrides_builtin=r.id in rows and
+                                       origins[r.id].file.startswith("gpuplan/data/"))
+                rows[r.id] = r
+        _check_aliases(kind, rows, user_files and str(user_files[-1]) or f"gpuplan/data/{fname}")
+        tables[plural] = Table[KINDS[kind][0]](kind=kind, rows=rows, origins=origins)  # type: ignore[valid-type]
+    return Catalog(**tables, user_files=tuple(str(f) for f in user_files))
+
+
+@lru_cache(maxsize=1)
+def builtin_catalog() -> Catalog:
+    return load_catalog()
+
+
+__all__ = ["KINDS", "Catalog", "Origin", "Table", "builtin_catalog", "load_catalog"]

@@ -1,0 +1,362 @@
+"""The speed model: training step time, tokens per second and GPU-hours; inference time to first token and
+decoding throughput. Pure functions over the architecture, the workload, the GPU row and the assumptions
+of data/speed.toml.
+
+Training step (per GPU), the sum of:
+- matmul: hardware FLOPs / (dense peak at the precision x efficiency), where efficiency = the generation's
+  matmul efficiency x hidden / (hidden + half_width) x tokens / (tokens + half_tokens): narrow layers and
+  small micro-batches leave the tensor cores idle;
+- elementwise: passes x the bytes autograd saves for backward / (memory bandwidth x its efficiency);
+- overhead: kernel launches (per layer, per LoRA linear) on every micro-batch;
+- QLoRA: dequantizing the NF4 base each forward and backward (and recompute);
+- optimizer: bytes the step moves / bandwidth, plus kernel launches per tensor for a for-loop optimizer;
+- communication left exposed: data-parallel gradient all-reduce (or ZeRO gathers and reduce-scatters)
+  beyond what overlaps with backward, tensor-parallel all-reduces, over NVLink, PCIe or the network;
+- pipeline bubble: (pp - 1) / micro-batches of the compute.
+Wall time adds goodput (restarts, evaluation, checkpoints) for runs longer than a day.
+
+Decoding (per step): max(bytes read / bandwidth, FLOPs / compute) + launches + tensor-parallel all-reduce
+latency; prefill is compute-bound like a training forward.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.core.flops import Flops, forward_flops, training_flops
+from gpuplan.core.lora import block_linears
+from gpuplan.core.memory import WEIGHT_BYTES, kv_cache_bytes, resolve, saved_bytes_per_sample
+from gpuplan.core.params import ParamCount
+from gpuplan.schema.estimate import ActivationTable, Note
+from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.speed import (ComputeOut, GenerationEfficiency, InferenceSpeed, Span, SpeedModel, SpeedResult,
+                                  TimeEstimate)
+
+GB = 1e9
+
+
+def _span(v: float, sm: SpeedModel, *, speed: bool = False) -> Span:
+    """(low, high) around `v` from the calibration spread of measured/predicted speed; a time is the
+    inverse of a speed, so its range flips."""
+    lo, hi = sm.params.range_low, sm.params.range_high
+    if speed:
+        return (v * lo, v * hi)
+    return (v / hi, v / lo)
+
+
+def precision_class(precision: str) -> str:
+    if precision == "fp32":
+        return "fp32"
+    return "fp8" if precision.startswith("fp8") else "16bit"
+
+
+def peak_flops(gpu: Gpu, precision: str, tf32: bool = False) -> float:
+    """Dense peak FLOP/s the matmuls of `precision` run at on `gpu` (fp32: CUDA cores, as PyTorch keeps
+    TF32 off for matmuls by default, unless `tf32`)."""
+    t = gpu.tflops
+    cls = precision_class(precision)
+    if cls == "fp32":
+        return (t.tf32 if tf32 and t.tf32 else t.fp32) * 1e12
+    if cls == "fp8" and t.fp8:
+        return t.fp8 * 1e12
+    if precision.startswith("bf16") and t.bf16:
+        return t.bf16 * 1e12
+    return t.fp16 * 1e12
+
+
+def _base_efficiency(gen: GenerationEfficiency, precision: str) -> float:
+    return {"fp32": gen.matmul_fp32, "fp8": gen.matmul_fp8, "16bit": gen.matmul_16bit}[precision_class(precision)]
+
+
+def matmul_efficiency(gen: GenerationEfficiency, sm: SpeedModel, precision: str, width: float,
+                      tokens: float) -> float:
+    p = sm.params
+    return _base_efficiency(gen, precision) * width / (width + p.matmul_half_width) * tokens / (tokens + p.matmul_half_tokens)
+
+
+def link_gbs(gpu: Gpu, sm: SpeedModel, group: int, gpus_per_node: int) -> float:
+    """One-way bandwidth (GB/s) a collective over `group` GPUs gets: the scale-up link inside its domain,
+    PCIe otherwise, the network across nodes; times the link efficiency."""
+    p = sm.params
+    if group > gpus_per_node:
+        net = sm.generations[gpu.generation].network_gbs_per_gpu
+        bw = min(net, _intranode_gbs(gpu, sm, gpus_per_node))
+    else:
+        bw = _intranode_gbs(gpu, sm, group)
+    return bw * p.link_efficiency
+
+
+def _node_gpus(gpu: Gpu) -> int:
+    """GPUs that share the fast link: an NVLink/Infinity Fabric domain (8 on a board, 72 in an NVL72 rack), else
+    the 8 of a server."""
+    ic = gpu.interconnect
+    return max(ic.domain_gpus, 8) if ic.kind in ("nvlink-switch", "infinity-fabric", "roce-on-die") else 8
+
+
+def _intranode_gbs(gpu: Gpu, sm: SpeedModel, group: int) -> float:
+    ic = gpu.interconnect
+    if ic.kind != "none" and group <= ic.domain_gpus:
+        return ic.bandwidth_gbs / 2
+    if gpu.market_class == "consumer" and gpu.generation in ("ada", "blackwell"):
+        return sm.params.pcie_no_p2p_gbs
+    return sm.params.pcie_p2p_gbs.get(str(ic.pcie_gen), 22.0)
+
+
+def _allreduce_s(bytes_: float, n: int, bw_gbs: float, latency: float) -> float:
+    if n <= 1 or bytes_ <= 0:
+        return 0.0
+    return 2 * (n - 1) / n * bytes_ / (bw_gbs * GB) + 2 * math.ceil(math.log2(n)) * latency
+
+
+def _param_tensors(arch: ModelArch) -> int:
+    """Parameter tensors of a transformer, roughly: each linear's weight (and bias), two norms per layer."""
+    linears = sum(mult for _, _, _, mult in block_linears(arch)) if arch.kind != "cnn" else 3 * arch.num_layers
+    return int(linears * (2 if arch.qkv_bias or arch.mlp_bias else 1) + arch.num_layers * arch.norms_per_layer + 3)
+
+
+def _lora_linears(arch: ModelArch, w: Workload) -> int:
+    if w.task not in ("lora", "qlora"):
+        return 0
+    targets = (w.lora.targets if w.lora else ["all-linear"])
+    total = 0
+    for name, _, _, mult in block_linears(arch):
+        if "all-linear" in targets or name in targets:
+            total += mult
+    return total
+
+
+def _calibration_notes(gen: GenerationEfficiency) -> list[Note]:
+    if gen.basis != "prior":
+        return []
+    return [Note(code="speed-uncalibrated", severity="warning",
+                 message=f"no published runs on {gen.id} GPUs calibrate the speed model; its efficiency is a prior: "
+                         f"{gen.source}")]
+
+
+def tokens_per_sample(arch: ModelArch, w: Workload) -> int:
+    r = resolve(arch, w)
+    if arch.kind == "encoder-decoder":
+        return r.seq + r.target
+    return 1 if arch.kind == "cnn" else r.seq
+
+
+def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
+                            sm: SpeedModel, table: ActivationTable, *, trainable: int,
+                            total_tokens: float | None = None, gpus_per_node: int | None = None,
+                            virtual_stages: int = 1) -> SpeedResult:
+    """Training step time and throughput of `gpus` x `gpu`; GPU-hours when `total_tokens` is known (tokens;
+    images for CNNs). `virtual_stages` > 1: an interleaved pipeline schedule (Megatron), which divides the
+    bubble."""
+    r = resolve(arch, w)
+    notes: list[Note] = []
+    assumptions: list[str] = []
+    prm = sm.params
+    gen = sm.generations[gpu.generation]
+    node = gpus_per_node or min(gpus, _node_gpus(gpu))
+    tp, pp = lay.tp, lay.pp
+    dp = max(gpus // (tp * pp), 1)
+    frozen = w.task in ("lora", "qlora")
+    ckpt = w.gradient_checkpointing
+    eager = w.attention == "eager"
+
+    fwd: Flops = forward_flops(arch, p, r.seq, target=r.target, eager=eager, image_size=r.seq)
+    tf = training_flops(fwd, frozen_base=frozen, checkpointing=ckpt)
+    tok_sample = fwd.tokens
+    micro = max((w.global_batch_size or r.batch * dp) // (r.batch * dp), 1)
+    global_samples = r.batch * dp * micro
+    step_tokens = global_samples * tok_sample
+
+    # --- one micro-batch on one GPU --------------------------------------------------------------------
+    mb_tokens = r.batch * tok_sample
+    if w.precision.startswith("bf16") and not gpu.tflops.bf16:
+        notes.append(Note(code="no-bf16", severity="warning",
+                          message=f"{gpu.name} has no bf16 tensor cores; timed as fp16 (bf16 runs far slower)"))
+    peak = peak_flops(gpu, w.precision, w.tf32)
+    # a CNN's matmuls (convolutions) are as wide as its channels and as long as its feature maps: treat them
+    # as wide layers over 14 x 14 positions per image
+    width = arch.hidden_size / tp if arch.kind != "cnn" else 2048.0
+    mm_tokens = mb_tokens if arch.kind != "cnn" else r.batch * 196
+    eff = matmul_efficiency(gen, sm, w.precision, width, mm_tokens)
+    attn_share = fwd.attention_forward / fwd.forward if fwd.forward else 0.0
+    hw_flops = tf.hardware_per_token * mb_tokens / (tp * pp)
+    t_matmul = hw_flops * (1 - attn_share) / (peak * eff) + hw_flops * attn_share / (peak * eff * prm.attention_factor)
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    saved = saved_bytes_per_sample(arch, w, table, tp) * r.batch / pp
+    fp8_casts = prm.fp8_cast_passes if precision_class(w.precision) == "fp8" else 0.0
+    t_elem = (prm.elementwise_passes + fp8_casts) * saved * (4 / 3 if ckpt else 1.0) / bw
+    layers = (arch.num_layers + arch.num_decoder_layers) / pp
+    kernels = layers * prm.kernels_per_layer + _lora_linears(arch, w) / pp * prm.kernels_per_lora_linear
+    t_launch = kernels * prm.kernel_launch_s * (4 / 3 if ckpt else 1.0)
+    t_dequant = 0.0
+    if w.task == "qlora":
+        passes = 3 if ckpt else 2
+        t_dequant = passes * p.block_linear_weights / (tp * pp) * prm.qlora_dequant_bytes_per_param / bw
+    t_micro = t_matmul + t_elem + t_launch + t_dequant
+
+    # --- once per step ----------------------------------------------------------------------------------
+    master_bytes = 2 if w.precision == "bf16" else 4
+    shard = tp * pp * (dp if lay.zero >= 1 else 1)
+    opt_bytes = prm.optimizer_bytes_per_param[w.optimizer] * master_bytes / 4 * trainable / shard
+    t_opt = opt_bytes / bw
+    if w.optimizer_implementation == "for-loop":
+        t_opt += _param_tensors(arch) * prm.optimizer_kernels_per_tensor * prm.kernel_launch_s
+
+    # communication: what each GPU sends per step ((n-1)/n of the volume in ring collectives)
+    lat = prm.collective_latency_s
+    t_dp = t_dp_exposed = 0.0
+    if dp > 1:
+        dp_bw = link_gbs(gpu, sm, gpus if gpus > node else dp, node)
+        grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4  # FSDP/ZeRO-2+ reduce in 16 bits
+        shard = trainable / (tp * pp)
+        if lay.zero == 0:  # DDP: all-reduce the gradients during the last micro-batch's backward
+            volume, window = 2 * grad_b * shard, t_micro * 2 / 3
+        elif lay.zero in (1, 2):  # reduce-scatter the gradients behind the last backward, all-gather the updated
+            # 16-bit weights behind the next forward
+            volume, window = (grad_b + 2) * shard, t_micro
+        else:  # ZeRO-3/FSDP: gather 16-bit weights for forward and again for backward, reduce-scatter the
+            # gradients, every micro-batch, behind that micro-batch's compute
+            volume, window = micro * (4 * p.total / (tp * pp) + grad_b * shard), micro * t_micro
+        t_dp = (dp - 1) / dp * volume / (dp_bw * GB) + 2 * math.ceil(math.log2(dp)) * lat
+        # what does not fit in the window is exposed, and overlapping never hides all of it (contention)
+        t_dp_exposed = max(t_dp - window, 0.0) + (1 - prm.comm_overlap) * min(t_dp, window)
+    t_tp = 0.0
+    if tp > 1:
+        tp_bw = link_gbs(gpu, sm, tp, node)
+        act = r.batch * tok_sample * arch.hidden_size * 2
+        # two all-reduces per layer in forward, two in backward (and two more to recompute)
+        t_tp = micro * layers * (6 if ckpt else 4) * _allreduce_s(act, tp, tp_bw, lat)
+    bubble = (pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
+
+    step = micro * t_micro + t_opt + t_dp_exposed + t_tp + bubble
+    tokens_per_s = step_tokens / step
+    mfu = tf.model_per_token * tokens_per_s / (gpus * peak)
+
+    steps = wall = gpu_hours = None
+    goodput = 1.0
+    total = total_tokens
+    if total is not None:
+        steps = max(math.ceil(total / step_tokens), 1)
+        compute_hours = steps * step / 3600
+        if compute_hours > prm.goodput_threshold_hours:
+            goodput = prm.goodput_long_run
+            assumptions.append(f"goodput {goodput:.0%}: restarts, evaluation and checkpoints on a run longer than "
+                               f"{prm.goodput_threshold_hours:g} h")
+        wall_h = compute_hours / goodput
+        wall = wall_h
+        gpu_hours = wall_h * gpus
+
+    assumptions[:0] = [
+        f"matmul efficiency {eff:.0%} of the {peak / 1e12:,.0f} TFLOPS {precision_class(w.precision)} dense peak "
+        f"({gen.id}: {_base_efficiency(gen, w.precision):.0%}"
+        f" for large layers, {gen.basis}; x width and micro-batch penalties)",
+        f"{micro} micro-batch(es) of {r.batch} x {tok_sample} tokens per GPU per step; {dp}-way data parallel",
+    ]
+    notes += _calibration_notes(gen)
+    time = TimeEstimate(
+        tokens_per_s=tokens_per_s, tokens_per_s_range=_span(tokens_per_s, sm, speed=True),
+        tokens_per_s_per_gpu=tokens_per_s / gpus, step_seconds=step, step_seconds_range=_span(step, sm),
+        steps=steps, tokens=total, wall_hours=wall, wall_hours_range=None if wall is None else _span(wall, sm),
+        gpu_hours=gpu_hours, gpu_hours_range=None if gpu_hours is None else _span(gpu_hours, sm),
+        goodput=goodput, mfu=mfu, efficiency=eff,
+        step_breakdown_s={"matmul": micro * t_matmul, "elementwise": micro * t_elem, "overhead": micro * t_launch,
+                          "qlora_dequant": micro * t_dequant, "optimizer": t_opt,
+                          "communication": t_dp_exposed + t_tp, "bubble": bubble},
+        assumptions=assumptions,
+    )
+    compute = ComputeOut(flops_per_token=tf.model_per_token, hardware_flops_per_token=tf.hardware_per_token,
+                         flops_total=tf.model_per_token * total if total is not None else None)
+    return SpeedResult(compute=compute, time=time, notes=notes)
+
+
+def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
+                             sm: SpeedModel, *, gpus_per_node: int | None = None) -> SpeedResult:
+    """Time to first token and decoding throughput for `w.batch_size` requests of `context_length` prompt
+    tokens and `output_tokens` new ones, on `gpus` x `gpu` (tensor/pipeline parallel per `lay`)."""
+    r = resolve(arch, w)
+    prm = sm.params
+    gen = sm.generations[gpu.generation]
+    node = gpus_per_node or min(gpus, _node_gpus(gpu))
+    tp, pp = lay.tp, lay.pp
+    replicas = max(gpus // (tp * pp), 1)
+    out = w.output_tokens or 256
+    prompt = r.seq
+    batch = r.batch
+    dtype = w.weights_dtype or "bf16"
+    notes: list[Note] = []
+    assumptions: list[str] = []
+
+    fwd = forward_flops(arch, p, prompt, eager=w.attention == "eager", image_size=prompt)
+    prec = "fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16")
+    peak = peak_flops(gpu, prec)
+    width = arch.hidden_size / tp
+    chunk = min(w.prefill_tokens or batch * prompt, batch * prompt)
+    eff = matmul_efficiency(gen, sm, prec, width, chunk) * prm.prefill_factor
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    wb = WEIGHT_BYTES[dtype]
+    embed_b = p.embedding * 2  # embeddings are looked up, not read whole
+    if wb < 2:
+        weight_bytes = p.block_linear_weights * wb + (p.total - p.block_linear_weights) * 2 - embed_b
+    else:
+        weight_bytes = (p.total * wb) - p.embedding * wb
+    if arch.tie_word_embeddings and arch.kind == "decoder":
+        weight_bytes += arch.vocab_size * arch.hidden_size * min(wb, 2)
+    if arch.moe is not None:  # a step reads the experts its tokens route to
+        m = arch.moe
+        expert_w = 3 * arch.hidden_size * m.expert_intermediate_size * m.moe_layers * wb
+        touched = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** batch)
+        weight_bytes -= expert_w * (m.num_experts - touched)
+        assumptions.append(f"MoE: a decoding step of {batch} request(s) reads about {touched:.1f} of "
+                           f"{m.num_experts} experts per layer")
+    weight_bytes /= tp * pp
+    layers = arch.num_layers + arch.num_decoder_layers
+    lat = prm.collective_latency_s
+    tp_bw = link_gbs(gpu, sm, tp, node) if tp > 1 else 1.0
+
+    # prefill: compute-bound, at least one pass over the weights
+    t_prefill_compute = fwd.forward * batch / (tp * pp) / (peak * eff)
+    chunks = math.ceil(batch * prompt / chunk)
+    t_prefill = max(t_prefill_compute, chunks * weight_bytes / bw) + chunks * layers * prm.decode_kernels_per_layer \
+        * prm.kernel_launch_s
+    if tp > 1:
+        t_prefill += layers * 2 * _allreduce_s(batch * prompt * arch.hidden_size * 2, tp, tp_bw, lat)
+
+    kv_dtype_b = 1 if w.kv_cache_dtype == "fp8" else 2
+    avg_ctx = prompt + out / 2
+    kv_read = kv_cache_bytes(arch, batch, int(avg_ctx), kv_dtype_b) / (tp * pp) if arch.kind == "decoder" else 0.0
+    flops_step = 2 * (p.active - p.embedding) * batch + 4 * arch.q_dim * avg_ctx * arch.num_layers * batch
+    t_mem = (weight_bytes + kv_read) / bw
+    # a decoding step's matmuls are matrix-vector products: bandwidth-bound until the batch is large, so
+    # the compute bound uses the large-matmul efficiency without the micro-batch penalty
+    big = _base_efficiency(gen, prec) * width / (width + prm.matmul_half_width)
+    t_cmp = flops_step / (tp * pp) / (peak * big)
+    t_step = max(t_mem, t_cmp) + layers * prm.decode_kernels_per_layer * prm.kernel_launch_s
+    if tp > 1:
+        t_step += layers * 2 * _allreduce_s(batch * arch.hidden_size * 2, tp, tp_bw, lat)
+    bound = "memory-bandwidth" if t_mem >= t_cmp else "compute"
+    ttft = t_prefill + t_step
+    per_request = 1 / t_step
+    aggregate = batch / t_step * replicas
+    latency = t_prefill + out * t_step
+    assumptions += [
+        f"prefill at {eff:.0%} of the {peak / 1e12:,.0f} TFLOPS dense peak; decoding reads "
+        f"{(weight_bytes + kv_read) / GB:.1f} GB per step at {gen.bandwidth:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s",
+        f"{batch} request(s) of {prompt} prompt and {out} output tokens, decoded together; {replicas} replica(s)",
+    ]
+    notes += _calibration_notes(gen)
+    inf = InferenceSpeed(
+        time_to_first_token_s=ttft, time_to_first_token_s_range=_span(ttft, sm),
+        decode_tokens_per_s_per_request=per_request,
+        decode_tokens_per_s_per_request_range=_span(per_request, sm, speed=True),
+        aggregate_tokens_per_s=aggregate, aggregate_tokens_per_s_range=_span(aggregate, sm, speed=True),
+        request_latency_s=latency,
+        requests_per_s=batch * replicas / latency, decode_bound=bound, assumptions=assumptions,
+    )
+    compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
+                         flops_total=(fwd.forward + flops_step * out) * replicas)
+    return SpeedResult(compute=compute, inference=inf, notes=notes)
+
+
+__all__ = ["estimate_inference_speed", "estimate_training_speed", "link_gbs", "matmul_efficiency", "peak_flops",
+           "precision_class", "tokens_per_sample"]

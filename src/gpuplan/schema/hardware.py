@@ -1,0 +1,145 @@
+"""Catalog rows for hardware: GPUs and accelerators (this module) and server parts (`schema/server.py`).
+
+Every row has `id`, `aliases`, `source` and `as_of`; units are in the field names. Throughput figures are
+dense (never "with sparsity") and per GPU. `tflops.bf16`/`tflops.fp16` are the tensor-core rates with FP32
+accumulate, the rate mixed-precision training gets; GeForce cards run those at half their FP16-accumulate
+rate, which `tflops.fp16_fp16_accumulate` records where the datasheet gives it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Vendor = Literal["nvidia", "amd", "intel"]
+MarketClass = Literal["datacenter", "workstation", "consumer"]
+FormFactor = Literal["sxm", "oam", "pcie", "superchip"]
+Cooling = Literal["passive", "blower", "open-air", "liquid"]
+#: architecture generation: drives the efficiency priors of the speed model (data/speed.toml)
+Generation = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "gaudi2",
+                     "gaudi3"]
+LinkKind = Literal["nvlink-switch", "nvlink-bridge", "infinity-fabric", "roce-on-die", "none"]
+MemoryType = Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7", "LPDDR5X"]
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9.\-]*$"
+
+
+class CatalogRow(BaseModel):
+    """Fields every catalog row has."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=ID_PATTERN)
+    name: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+    #: where the facts come from: datasheet title and URL, or the quote's issuer
+    source: str = Field(min_length=1)
+    #: date of the source (a datasheet's revision, a quote's date); never in the future
+    as_of: datetime.date
+    notes: str | None = None
+
+
+class Tflops(BaseModel):
+    """Dense peak throughput in TFLOPS (TOPS for int8). None: the chip has no such unit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fp32: float = Field(gt=0)
+    tf32: float | None = Field(None, gt=0)
+    bf16: float | None = Field(None, gt=0)
+    fp16: float = Field(gt=0)
+    fp8: float | None = Field(None, gt=0)
+    int8: float | None = Field(None, gt=0)
+    fp4: float | None = Field(None, gt=0)
+    #: GeForce only: FP16 tensor rate with FP16 accumulate (twice `fp16`), not used for training
+    fp16_fp16_accumulate: float | None = Field(None, gt=0)
+
+
+class Interconnect(BaseModel):
+    """How GPUs talk: the scale-up link (NVLink, Infinity Fabric) and the PCIe host link."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: LinkKind
+    #: total bidirectional GPU-to-GPU bandwidth per GPU over the scale-up link, GB/s (0 when none)
+    bandwidth_gbs: float = Field(ge=0)
+    #: GPUs that reach each other at that bandwidth (8 on an HGX board, 72 in an NVL72 rack, 2 bridged)
+    domain_gpus: int = Field(ge=1)
+    pcie_gen: int = Field(ge=3, le=6)
+    pcie_lanes: int = Field(16, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _none_is_zero(self) -> Interconnect:
+        if (self.kind == "none") != (self.bandwidth_gbs == 0):
+            raise ValueError("kind 'none' goes with bandwidth_gbs = 0, and only it")
+        return self
+
+
+class Price(BaseModel):
+    """A reference purchase price per GPU, with its date and source."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    usd: float = Field(gt=0)
+    as_of: datetime.date
+    source: str = Field(min_length=1)
+    #: what the figure is: list price, street price, 8-GPU system price / 8 ...
+    kind: str = Field(min_length=1)
+
+
+class Gpu(CatalogRow):
+    """A GPU or accelerator."""
+
+    vendor: Vendor
+    generation: Generation
+    market_class: MarketClass
+    launch_date: datetime.date
+    #: memory the software can allocate, GiB (2^30 B); `memory_gb` is the datasheet's figure (HBM "GB" are
+    #: usually GiB on the device: A100 80GB shows 81,920 MiB)
+    memory_gib: float = Field(gt=0, le=1024)
+    memory_gb: float = Field(gt=0, le=1100)
+    memory_type: MemoryType
+    memory_bandwidth_gbs: float = Field(gt=0)
+    tflops: Tflops
+    tdp_w: float = Field(gt=0, le=2000)
+    form_factor: FormFactor
+    #: PCIe slot width (1, 2, 3, 3.5...); SXM/OAM modules: None
+    slot_width: float | None = Field(None, gt=0, le=4)
+    cooling: Cooling
+    interconnect: Interconnect
+    ecc: bool
+    #: MIG instances (0: no MIG)
+    mig_instances: int = Field(0, ge=0, le=7)
+    #: the driver licence allows datacenter deployment (GeForce: no)
+    datacenter_driver_licence: bool
+    price: Price | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Gpu:
+        # datasheets' "80 GB" HBM is 80 GiB on the device (nvidia-smi: 81,920 MiB), so only the number is bounded
+        if self.memory_gib > self.memory_gb:
+            raise ValueError(f"memory_gib {self.memory_gib} exceeds the datasheet's memory_gb {self.memory_gb}")
+        if self.form_factor in ("sxm", "oam", "superchip") and self.slot_width is not None:
+            raise ValueError(f"slot_width is for PCIe cards, not {self.form_factor} modules")
+        if self.form_factor == "pcie" and self.slot_width is None:
+            raise ValueError("a PCIe card needs slot_width")
+        if self.market_class == "consumer" and self.datacenter_driver_licence:
+            raise ValueError("GeForce (consumer) drivers are not licensed for datacenter deployment")
+        return self
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense tensor peak for a training/inference precision of the project schema."""
+        t = self.tflops
+        if precision == "fp32":
+            return t.tf32 or t.fp32
+        if precision.startswith("fp8"):
+            return t.fp8 or t.bf16 or t.fp16
+        if precision.startswith("fp16"):
+            return t.fp16
+        return t.bf16 or t.fp16  # bf16 on a chip without it runs as fp16 (V100, T4)
+
+
+__all__ = ["CatalogRow", "Cooling", "FormFactor", "Generation", "Gpu", "Interconnect", "LinkKind", "MarketClass",
+           "MemoryType", "Price", "Tflops", "Vendor"]

@@ -1,0 +1,110 @@
+"""FLOPs per sample against PyTorch's own FlopCounterMode on real (tiny) Hugging Face models: the forward
+of every supported family, and forward + backward for full training and for a frozen (LoRA-style) base."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from gpuplan.catalog.hf_config import arch_from_hf_config  # noqa: E402
+from gpuplan.core.flops import forward_flops, training_flops  # noqa: E402
+from gpuplan.core.params import count_params  # noqa: E402
+from tests.trace.test_param_counts import TINY, build  # noqa: E402
+
+pytestmark = pytest.mark.trace
+SEQ = 16
+
+
+def _inputs(model_type: str, cfg: dict) -> dict:
+    torch.manual_seed(0)
+    if model_type in ("vit", "resnet"):
+        size = cfg.get("image_size", 32)
+        return {"pixel_values": torch.randn(1, 3, size, size)}
+    ids = torch.randint(0, 100, (1, SEQ))
+    if model_type in ("t5", "mt5"):
+        return {"input_ids": ids, "decoder_input_ids": torch.randint(0, 100, (1, SEQ))}
+    return {"input_ids": ids}
+
+
+def _build(model_type: str, cfg: dict):
+    """The model with eager attention: FlopCounterMode does not count CPU SDPA kernels."""
+    if model_type == "resnet":
+        return build(model_type, cfg, "cpu")
+    return build(model_type, {**cfg, "attn_implementation": "eager"}, "cpu")
+
+
+def _count(model, inputs, backward: bool) -> int:
+    with FlopCounterMode(display=False) as counter:
+        out = model(**inputs)
+        if backward:
+            logits = out.logits
+            logits.float().sum().backward()
+    return counter.get_total_flops()
+
+
+def _ours(model_type: str, cfg: dict):
+    arch = arch_from_hf_config({"model_type": model_type, **cfg})
+    image = cfg.get("image_size", 32) if model_type in ("vit", "resnet") else None
+    seq = SEQ
+    if model_type == "vit":
+        seq = (image // arch.patch_size) ** 2 + 1
+    if model_type == "resnet":
+        seq = image
+    # FlopCounterMode counts the full attention matrix, as eager attention computes it
+    return forward_flops(arch, count_params(arch), seq, target=SEQ, eager=True, image_size=image)
+
+
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe")
+FAMILIES = sorted(t for t in TINY if t not in MOE)
+
+
+@pytest.mark.parametrize("model_type", FAMILIES)
+def test_forward_flops_equal_counter(model_type: str) -> None:
+    cfg = TINY[model_type]
+    model = _build(model_type, cfg).eval()
+    measured = _count(model, _inputs(model_type, cfg), backward=False)
+    ours = _ours(model_type, cfg).forward
+    assert ours == pytest.approx(measured, rel=0.02)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "gpt2", "bert", "t5"])
+def test_training_flops_equal_counter(model_type: str) -> None:
+    cfg = TINY[model_type]
+    model = _build(model_type, cfg).train()
+    for m in model.modules():  # dropout adds no matmuls, but keeps the count deterministic
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    measured = _count(model, _inputs(model_type, cfg), backward=True)
+    fwd = _ours(model_type, cfg)
+    ours = training_flops(fwd, frozen_base=False, checkpointing=False).model_per_token * fwd.tokens
+    assert ours == pytest.approx(measured, rel=0.03)
+
+
+def test_frozen_base_backward_skips_weight_gradients() -> None:
+    cfg = TINY["llama"]
+    model = _build("llama", cfg).train()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    model.get_input_embeddings().weight.requires_grad_(True)  # so that input gradients flow through every block
+    measured = _count(model, _inputs("llama", cfg), backward=True)
+    fwd = _ours("llama", cfg)
+    ours = training_flops(fwd, frozen_base=True, checkpointing=False).model_per_token * fwd.tokens
+    # the LM head's input gradient is the only matmul of the head's backward; ours counts it as frozen too
+    assert ours == pytest.approx(measured, rel=0.03)
+
+
+@pytest.mark.parametrize("model_type", MOE)
+def test_moe_dense_part_equals_counter_and_experts_count_per_routed_token(model_type: str) -> None:
+    """transformers runs routed experts through grouped matmuls FlopCounterMode does not see: the counter
+    gives the dense part, and the rest must be exactly the routed experts of each token."""
+    cfg = TINY[model_type]
+    model = _build(model_type, cfg).eval()
+    measured = _count(model, _inputs(model_type, cfg), backward=False)
+    arch = arch_from_hf_config({"model_type": model_type, **cfg})
+    m = arch.moe
+    routed = 2 * SEQ * m.moe_layers * m.experts_per_token * 3 * arch.hidden_size * m.expert_intermediate_size
+    assert _ours(model_type, cfg).forward - routed == pytest.approx(measured, rel=0.02)
