@@ -104,7 +104,7 @@ class Case:
     virtual_stages: int = 1
     #: unstated cluster size, micro-batch or recomputation: (gpus, workload) alternatives; the case takes the
     #: fastest, as a tuned run would
-    options: list[tuple[int, Workload]] = field(default_factory=list)
+    options: list[tuple[int, Workload, Layout, int]] = field(default_factory=list)
 
 
 def _trainable(c: Case) -> int:
@@ -117,7 +117,8 @@ def _trainable(c: Case) -> int:
 def predict(c: Case, sm: SpeedModel) -> float:
     """The speed model's value of the case's metric (over `options`, the most efficient)."""
     if c.options:
-        values = [_predict(replace(c, gpus=g, workload=w, options=[]), sm) for g, w in c.options]
+        values = [_predict(replace(c, gpus=g, workload=w, layout=lay, virtual_stages=v, options=[]), sm)
+                  for g, w, lay, v in c.options]
         return max(values) if c.metric == "tokens_per_s_per_gpu" else min(values)
     return _predict(c, sm)
 
@@ -172,29 +173,37 @@ def _measurement_cases(path: Path) -> list[Case]:
             seq = row["sequence_length"]
             # Meta: 4M-token global batches; selective recomputation of cheap activations only (LLaMA s2.4),
             # so no full recomputation; tensor parallel inside a node for the largest models
-            tp = 8 if arch.hidden_size >= 8192 else (4 if arch.hidden_size >= 6656 else 1)
             global_seqs = 4 * 2**20 // seq
-            # GPUs: the paper gives 2048 for the 65B only. For the others we take the most efficient cluster of
-            # 64-2048 GPUs (a tuned run), each data-parallel rank taking an equal share of the 4M-token batch
+            # GPUs and tensor parallelism: the paper gives 2048 GPUs for the 65B only and no degrees. We take the
+            # most efficient of 64-2048 GPUs and tp 1-8 that fit in memory (a tuned run: on 2048 GPUs a 7B model's
+            # 4M-token batch leaves one sequence per GPU and the gradient all-reduce over 200 Gb/s links would
+            # dominate, which Meta's 43% MFU rules out)
             options = []
-            counts = [row["gpus"]] if "gpus" in row else [n for n in (64, 128, 256, 512, 1024, 2048) if n >= tp]
-            for gpus in counts:
-                dp = gpus // tp
-                micro = global_seqs // dp
-                if micro < 1:
-                    continue
-                # the largest micro-batch that divides the rank's share: 1, 2 or 4 sequences of 2048 tokens
-                mbs = max(m for m in (1, 2, 4) if micro % m == 0)
-                w = Workload(task="pretrain", precision="bf16-mixed", micro_batch_size=mbs, sequence_length=seq,
-                             global_batch_size=micro * dp, attention="flash")
-                options.append((gpus, w))
-            gpus, w = options[-1]
+            counts = [row["gpus"]] if "gpus" in row else [64, 128, 256, 512, 1024, 2048]
+            for tp, zero in ((tp, zero) for tp in (1, 2, 4, 8) for zero in (1, 3)):
+                for gpus in counts:
+                    dp = gpus // tp
+                    micro = global_seqs // dp if dp else 0
+                    if micro < 1:
+                        continue
+                    mbs = max(m for m in (1, 2, 4) if micro % m == 0)
+                    w = Workload(task="pretrain", precision="bf16-mixed", micro_batch_size=mbs, sequence_length=seq,
+                                 global_batch_size=micro * dp, attention="flash")
+                    lay = Layout(zero=zero, tp=tp)
+                    # Meta's selective recomputation keeps memory well below no recomputation at little compute
+                    # cost; we check the fit with full recomputation's memory (a bound) and time it without
+                    ckpt_mem = w.model_copy(update={"gradient_checkpointing": True})
+                    if _fits(arch, ckpt_mem, lay, gpus, gpu_row(row["gpu"])):
+                        options.append((gpus, w, lay, 1))
+            gpus, w, lay, _ = options[-1]
+            tp = lay.tp
             out.append(Case(
                 id=rid, group="pretrain", kind="pretrain", metric="gpu_hours", value=row["gpu_hours"], arch=arch,
-                params=count_params(arch), workload=w, layout=Layout(zero=1, tp=tp), gpus=gpus,
+                params=count_params(arch), workload=w, layout=lay, gpus=gpus,
                 gpu=gpu_row(row["gpu"]), tokens=row["tokens"], source=row["source"],
                 assumptions=["GPUs: " + ("2048 (paper)" if "gpus" in row else "the most efficient of 64-2048")
-                             + f"; 4M-token batches, tp={tp}, ZeRO-1, flash attention, no full recomputation; Meta's "
+                             + "; 4M-token batches, tp 1-8 and ZeRO-1 or 3 (the most efficient that fits), flash attention, "
+                             "no full recomputation (Meta recomputes only cheap activations, LLaMA s2.4); Meta's "
                              "GPU-hours equal tokens / measured throughput (65B: 1.4T / 380 tok/s/GPU / 2048 GPUs = "
                              "21 days), so no goodput"],
                 options=options,
@@ -213,25 +222,28 @@ def _measurement_cases(path: Path) -> list[Case]:
     return out
 
 
-def _fitting_options(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: Gpu, gbs: int | None,
-                     mbs_stated: bool, ckpt_stated: bool) -> list[tuple[int, Workload]]:
-    """Micro-batch sizes (1-16, dividing the global batch) and recomputation settings the source leaves open,
-    that fit in the GPU's memory."""
+def _fits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: Gpu) -> bool:
     from gpuplan.catalog.loader import load_overheads
     from gpuplan.core.memory import estimate_memory
 
+    mem = estimate_memory(arch, count_params(arch), w, lay, gpus, load_activation_table(), load_overheads())
+    return mem.device_bytes <= gpu.memory_gib * 2**30
+
+
+def _fitting_options(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: Gpu, gbs: int | None,
+                     mbs_stated: bool, ckpt_stated: bool) -> list[tuple[int, Workload, Layout, int]]:
+    """Micro-batch sizes (1-16, dividing the global batch) and recomputation settings the source leaves open,
+    that fit in the GPU's memory."""
     dp = max(gpus // (lay.tp * lay.pp), 1)
-    p = count_params(arch)
-    out: list[tuple[int, Workload]] = []
+    out: list[tuple[int, Workload, Layout, int]] = []
     for ckpt in ((w.gradient_checkpointing,) if ckpt_stated else (False, True)):
         for mbs in ((w.micro_batch_size,) if mbs_stated else (1, 2, 4, 8, 16)):
             if gbs and (mbs * dp > gbs or gbs % (mbs * dp)):
                 continue
             trial = w.model_copy(update={"micro_batch_size": mbs, "gradient_checkpointing": ckpt,
                                          "global_batch_size": gbs or mbs * dp})
-            mem = estimate_memory(arch, p, trial, lay, gpus, load_activation_table(), load_overheads())
-            if mem.device_bytes <= gpu.memory_gib * 2**30:
-                out.append((gpus, trial))
+            if _fits(arch, trial, lay, gpus, gpu):
+                out.append((gpus, trial, lay, 1))
     return out
 
 
@@ -285,12 +297,15 @@ def _file_cases(path: Path) -> list[Case]:
                      tf32="tf32" in str(row.get("precision_as_stated", "")).lower())
         p = count_params(arch)
         gpu = gpu_row(row["gpu"])
-        options: list[tuple[int, Workload]] = []
+        options: list[tuple[int, Workload, Layout, int]] = []
         mbs_stated = bool(row.get("micro_batch_size"))
         ckpt_stated = ckpt not in (None, "unknown")
         if not (mbs_stated and ckpt_stated):
             options = _fitting_options(arch, w, lay, gpus, gpu, int(row["global_batch_size"])
                                        if row.get("global_batch_size") else None, mbs_stated, ckpt_stated)
+        vp_stated = (row.get("layout") or {}).get("vp")
+        if lay.pp > 1 and not vp_stated:  # an unstated pipeline schedule: plain 1F1B or interleaved (Megatron)
+            options = [(g, ww, ll, v) for g, ww, ll, _ in (options or [(gpus, w, lay, 1)]) for v in (1, 2, 4)]
         tokens = row.get("tokens")
         gap = None  # what the speed model does not represent: the case is shown, not used to calibrate
         if int((row.get("layout") or {}).get("cp") or 1) > 1:

@@ -3,7 +3,7 @@
 Fits, in log space, the values that make the speed model's predictions closest (least absolute log error,
 so that a few odd runs do not pull the rest) to the calibration cases of benchmarks/speed_cases.py:
 the matmul efficiency of each generation and precision that has runs, and the shared shape parameters
-(width and micro-batch penalties, attention factor, elementwise passes, launch cost). Generations without
+(micro-batch penalty, attention factor, elementwise passes, launch cost). Generations without
 runs get priors from MLPerf Training's Llama-2-70B LoRA times relative to H100 (same workload, 8 GPUs;
 research/hardware.md s10.3). Then it sets range_low/range_high to the 10th/90th percentiles of
 measured/predicted over the calibration cases, and rewrites those values (with their sources) in
@@ -33,7 +33,6 @@ from speed_cases import Case, load_cases, predict  # noqa: E402
 DATA = ROOT / "src" / "gpuplan" / "data" / "speed.toml"
 #: (kind, generation or None, field, lower bound, upper bound)
 SCALARS = [
-    ("param", None, "matmul_half_width", 16.0, 4096.0),
     ("param", None, "matmul_half_tokens", 16.0, 8192.0),
     ("param", None, "attention_factor", 0.2, 1.2),
     ("param", None, "elementwise_passes", 0.5, 8.0),

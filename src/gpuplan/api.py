@@ -57,6 +57,12 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     if catalog is None:
         catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
     gpu_row = catalog.gpus.find(gpu_id, ["--gpu"] if gpu else ["hardware", "gpu"]) if gpu_id else None
+    catalog_notes: list[Note] = []
+    if gpu_row is not None and not catalog.gpus.origins[gpu_row.id].file.startswith("gpuplan/"):
+        origin = catalog.gpus.origins[gpu_row.id]
+        catalog_notes.append(Note(code="catalog-user-row", message=f"GPU {gpu_row.id} comes from your catalog "
+                                  f"{origin.file}" + (", replacing the built-in row" if origin.overrides_builtin
+                                                      else "")))
 
     model = resolve_model(project.model, base_dir)
     arch = model.arch
@@ -73,7 +79,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     table = load_activation_table()
     mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, load_overheads())
     r = resolve(arch, w)
-    notes = list(mem.notes)
+    notes = [*catalog_notes, *mem.notes]
     time = inference = None
     if r.training:
         tok_sample = tokens_per_sample(arch, w)
@@ -97,7 +103,13 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
                              flops_total=None)
         if gpu_row is not None:
-            speed = estimate_inference_speed(arch, params, w, hw.layout, hw.gpus, gpu_row, load_speed_model())
+            # memory caps the batch a latency target may grow to: the KV cache per request must fit
+            max_batch = None
+            if mem.breakdown.kv_cache_bytes and r.batch:
+                free = gpu_row.memory_gib * GIB - (mem.device_bytes - mem.breakdown.kv_cache_bytes)
+                max_batch = max(int(free // (mem.breakdown.kv_cache_bytes / r.batch)), 1)
+            speed = estimate_inference_speed(arch, params, w, hw.layout, hw.gpus, gpu_row, load_speed_model(),
+                                             max_batch=max_batch)
             inference, compute = speed.inference, speed.compute
             notes += speed.notes
     gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
@@ -109,9 +121,9 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
         headroom_bytes=None if gpu_bytes is None else gpu_bytes - mem.device_bytes,
     )
     inference_keys = {"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
-                      "prefill_tokens"}
+                      "prefill_tokens", "target_latency_s"}
     training_keys = {"precision", "optimizer", "optimizer_implementation", "micro_batch_size", "global_batch_size",
-                     "sequence_length", "target_length", "gradient_checkpointing", "lora", "tokens", "epochs"}
+                     "sequence_length", "target_length", "gradient_checkpointing", "lora", "tokens", "epochs", "tf32"}
     drop = inference_keys if r.training else training_keys
     workload = {k: v for k, v in w.model_dump(exclude_none=True).items() if k not in drop}
     if r.training:

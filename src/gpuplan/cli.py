@@ -49,7 +49,9 @@ def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks."
 def _fail(exc: GpuplanError) -> None:
     if _state["debug"]:
         raise exc
-    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red]: {exc}", markup=True, highlight=False)
+    from rich.markup import escape
+
+    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red]: {escape(str(exc))}", markup=True, highlight=False)
     raise typer.Exit(1 if isinstance(exc, InfeasibleError) else 2)
 
 

@@ -125,11 +125,16 @@ def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: boo
             except ValidationError as exc:
                 err = exc.errors()[0]
                 loc = ".".join(map(str, err["loc"]))
-                raise CatalogError(path, err["msg"], row=row.get("id", i + 1), field=loc or None) from None
+                msg = err["msg"].removeprefix("Value error, ")
+                raise CatalogError(path, msg, row=row.get("id", i + 1), field=loc or None) from None
             if obj.id in seen:
                 raise CatalogError(path, f"id {obj.id!r} appears twice", row=obj.id, field="id")
             if obj.as_of > datetime.date.today():
                 raise CatalogError(path, f"as_of {obj.as_of} is in the future", row=obj.id, field="as_of")
+            price = getattr(obj, "price", None)
+            if price is not None and price.as_of > datetime.date.today():
+                raise CatalogError(path, f"price.as_of {price.as_of} is in the future", row=obj.id,
+                                   field="price.as_of")
             seen.add(obj.id)
             out[kind].append(obj)
     return out
@@ -145,14 +150,15 @@ def _builtin() -> dict[str, list[CatalogRow]]:
     return out
 
 
-def _check_aliases(kind: str, rows: dict[str, CatalogRow], path: str) -> None:
+def _check_aliases(kind: str, rows: dict[str, CatalogRow], origins: dict[str, Origin]) -> None:
+    """Every id and alias names one row; a clash is reported in the file of the row that brought it."""
     owner: dict[str, str] = {}
     for row in rows.values():
         for name in (row.id, *row.aliases):
             key = name.lower()
             if key in owner and owner[key] != row.id:
-                raise CatalogError(path, f"{kind} name {name!r} would mean both {owner[key]!r} and {row.id!r}",
-                                   row=row.id, field="aliases")
+                raise CatalogError(origins[row.id].file, f"{kind} name {name!r} would mean both {owner[key]!r} "
+                                   f"and {row.id!r}", row=row.id, field="aliases")
             owner[key] = row.id
 
 
@@ -170,13 +176,13 @@ def load_catalog(user_files: Sequence[str | Path] = ()) -> Catalog:
         user_rows.append((str(p), _rows(_parse(text, str(p)), str(p), KINDS, user=True)))
     for kind, (_, fname, plural) in KINDS.items():
         rows: dict[str, CatalogRow] = {r.id: r for r in builtin[kind]}
+        builtin_ids = set(rows)
         origins = {i: Origin(file=f"gpuplan/data/{fname}") for i in rows}
         for path, by_kind in user_rows:
             for r in by_kind[kind]:
-                origins[r.id] = Origin(file=path, overrides_builtin=r.id in rows and
-                                       origins[r.id].file.startswith("gpuplan/data/"))
+                origins[r.id] = Origin(file=path, overrides_builtin=r.id in builtin_ids)
                 rows[r.id] = r
-        _check_aliases(kind, rows, user_files and str(user_files[-1]) or f"gpuplan/data/{fname}")
+        _check_aliases(kind, rows, origins)
         tables[plural] = Table[KINDS[kind][0]](kind=kind, rows=rows, origins=origins)  # type: ignore[valid-type]
     return Catalog(**tables, user_files=tuple(str(f) for f in user_files))
 

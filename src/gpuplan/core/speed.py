@@ -4,8 +4,9 @@ of data/speed.toml.
 
 Training step (per GPU), the sum of:
 - matmul: hardware FLOPs / (dense peak at the precision x efficiency), where efficiency = the generation's
-  matmul efficiency x hidden / (hidden + half_width) x tokens / (tokens + half_tokens): narrow layers and
-  small micro-batches leave the tensor cores idle;
+  matmul efficiency x tokens / (tokens + half_tokens): small micro-batches leave the tensor cores idle
+  (a layer-width penalty was tried and the calibration runs gave it no weight); attention kernels run at
+  a fraction of that efficiency;
 - elementwise: passes x the bytes autograd saves for backward / (memory bandwidth x its efficiency);
 - overhead: kernel launches (per layer, per LoRA linear) on every micro-batch;
 - QLoRA: dequantizing the NF4 base each forward and backward (and recompute);
@@ -70,10 +71,9 @@ def _base_efficiency(gen: GenerationEfficiency, precision: str) -> float:
     return {"fp32": gen.matmul_fp32, "fp8": gen.matmul_fp8, "16bit": gen.matmul_16bit}[precision_class(precision)]
 
 
-def matmul_efficiency(gen: GenerationEfficiency, sm: SpeedModel, precision: str, width: float,
-                      tokens: float) -> float:
-    p = sm.params
-    return _base_efficiency(gen, precision) * width / (width + p.matmul_half_width) * tokens / (tokens + p.matmul_half_tokens)
+def matmul_efficiency(gen: GenerationEfficiency, sm: SpeedModel, precision: str, tokens: float) -> float:
+    """Fraction of the dense peak the matmuls of a micro-batch of `tokens` tokens (per GPU) reach."""
+    return _base_efficiency(gen, precision) * tokens / (tokens + sm.params.matmul_half_tokens)
 
 
 def link_gbs(gpu: Gpu, sm: SpeedModel, group: int, gpus_per_node: int) -> float:
@@ -174,11 +174,9 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
         notes.append(Note(code="no-bf16", severity="warning",
                           message=f"{gpu.name} has no bf16 tensor cores; timed as fp16 (bf16 runs far slower)"))
     peak = peak_flops(gpu, w.precision, w.tf32)
-    # a CNN's matmuls (convolutions) are as wide as its channels and as long as its feature maps: treat them
-    # as wide layers over 14 x 14 positions per image
-    width = arch.hidden_size / tp if arch.kind != "cnn" else 2048.0
+    # a CNN's convolutions run over its feature maps: count 14 x 14 positions per image as its "tokens"
     mm_tokens = mb_tokens if arch.kind != "cnn" else r.batch * 196
-    eff = matmul_efficiency(gen, sm, w.precision, width, mm_tokens)
+    eff = matmul_efficiency(gen, sm, w.precision, mm_tokens)
     attn_share = fwd.attention_forward / fwd.forward if fwd.forward else 0.0
     hw_flops = tf.hardware_per_token * mb_tokens / (tp * pp)
     t_matmul = hw_flops * (1 - attn_share) / (peak * eff) + hw_flops * attn_share / (peak * eff * prm.attention_factor)
@@ -207,20 +205,27 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
     lat = prm.collective_latency_s
     t_dp = t_dp_exposed = 0.0
     if dp > 1:
-        dp_bw = link_gbs(gpu, sm, gpus if gpus > node else dp, node)
+        dp_bw = link_gbs(gpu, sm, gpus if gpus > node else dp, node) * GB
         grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4  # FSDP/ZeRO-2+ reduce in 16 bits
         shard = trainable / (tp * pp)
+        # (bytes per GPU, compute it can hide behind, times per step)
         if lay.zero == 0:  # DDP: all-reduce the gradients during the last micro-batch's backward
-            volume, window = 2 * grad_b * shard, t_micro * 2 / 3
-        elif lay.zero in (1, 2):  # reduce-scatter the gradients behind the last backward, all-gather the updated
+            phases = [(2 * grad_b * shard, t_micro * 2 / 3, 1)]
+        elif lay.zero == 1:  # reduce-scatter the gradients behind the last backward, all-gather the updated
             # 16-bit weights behind the next forward
-            volume, window = (grad_b + 2) * shard, t_micro
+            phases = [((grad_b + 2) * shard, t_micro, 1)]
+        elif lay.zero == 2:  # sharded gradients cannot accumulate unsharded: reduce-scatter every micro-batch
+            phases = [(grad_b * shard, t_micro * 2 / 3, micro), (2 * shard, t_micro / 3, 1)]
         else:  # ZeRO-3/FSDP: gather 16-bit weights for forward and again for backward, reduce-scatter the
             # gradients, every micro-batch, behind that micro-batch's compute
-            volume, window = micro * (4 * p.total / (tp * pp) + grad_b * shard), micro * t_micro
-        t_dp = (dp - 1) / dp * volume / (dp_bw * GB) + 2 * math.ceil(math.log2(dp)) * lat
-        # what does not fit in the window is exposed, and overlapping never hides all of it (contention)
-        t_dp_exposed = max(t_dp - window, 0.0) + (1 - prm.comm_overlap) * min(t_dp, window)
+            phases = [(4 * p.total / (tp * pp) + grad_b * shard, t_micro, micro)]
+        frac = (dp - 1) / dp
+        hops = 2 * math.ceil(math.log2(dp)) * lat
+        for volume, window, times in phases:
+            t = frac * volume / dp_bw + hops
+            t_dp += times * t
+            # what does not fit in the window is exposed, and overlapping never hides all of it (contention)
+            t_dp_exposed += times * (max(t - window, 0.0) + (1 - prm.comm_overlap) * min(t, window))
     t_tp = 0.0
     if tp > 1:
         tp_bw = link_gbs(gpu, sm, tp, node)
@@ -250,10 +255,14 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
     assumptions[:0] = [
         f"matmul efficiency {eff:.0%} of the {peak / 1e12:,.0f} TFLOPS {precision_class(w.precision)} dense peak "
         f"({gen.id}: {_base_efficiency(gen, w.precision):.0%}"
-        f" for large layers, {gen.basis}; x width and micro-batch penalties)",
+        f" for large micro-batches, {gen.basis}; x the micro-batch penalty)",
         f"{micro} micro-batch(es) of {r.batch} x {tok_sample} tokens per GPU per step; {dp}-way data parallel",
     ]
     notes += _calibration_notes(gen)
+    if lay.offload != "none":
+        notes.append(Note(code="offload-not-timed", severity="warning",
+                          message=f"offload={lay.offload}: moving states over PCIe and the CPU's optimizer step are not "
+                                  "in the step time; expect the step to be slower"))
     time = TimeEstimate(
         tokens_per_s=tokens_per_s, tokens_per_s_range=_span(tokens_per_s, sm, speed=True),
         tokens_per_s_per_gpu=tokens_per_s / gpus, step_seconds=step, step_seconds_range=_span(step, sm),
@@ -271,90 +280,139 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
 
 
 def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
-                             sm: SpeedModel, *, gpus_per_node: int | None = None) -> SpeedResult:
-    """Time to first token and decoding throughput for `w.batch_size` requests of `context_length` prompt
-    tokens and `output_tokens` new ones, on `gpus` x `gpu` (tensor/pipeline parallel per `lay`)."""
+                             sm: SpeedModel, *, gpus_per_node: int | None = None,
+                             max_batch: int | None = None) -> SpeedResult:
+    """Serving `w.batch_size` concurrent requests of `context_length` prompt tokens and `output_tokens` new
+    ones on `gpus` x `gpu` (tensor/pipeline parallel per `lay`, the rest replicas).
+
+    Time to first token: a request's own prefill (chunked by `prefill_tokens`) and its first decoding step,
+    as on a serving engine that interleaves prefill with running decodes. With `target_latency_s`, the
+    largest batch (up to `max_batch`, what memory allows) whose requests finish within it."""
     r = resolve(arch, w)
     prm = sm.params
     gen = sm.generations[gpu.generation]
     node = gpus_per_node or min(gpus, _node_gpus(gpu))
     tp, pp = lay.tp, lay.pp
-    replicas = max(gpus // (tp * pp), 1)
-    out = w.output_tokens or 256
+    mp = tp * pp
+    replicas = max(gpus // mp, 1)
+    generative = arch.kind in ("decoder", "encoder-decoder")
+    out = (w.output_tokens or 256) if generative else 0
     prompt = r.seq
     batch = r.batch
     dtype = w.weights_dtype or "bf16"
     notes: list[Note] = []
     assumptions: list[str] = []
-
-    fwd = forward_flops(arch, p, prompt, eager=w.attention == "eager", image_size=prompt)
     prec = "fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16")
     peak = peak_flops(gpu, prec)
-    width = arch.hidden_size / tp
-    chunk = min(w.prefill_tokens or batch * prompt, batch * prompt)
-    eff = matmul_efficiency(gen, sm, prec, width, chunk) * prm.prefill_factor
     bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
-    wb = WEIGHT_BYTES[dtype]
-    embed_b = p.embedding * 2  # embeddings are looked up, not read whole
-    if wb < 2:
-        weight_bytes = p.block_linear_weights * wb + (p.total - p.block_linear_weights) * 2 - embed_b
-    else:
-        weight_bytes = (p.total * wb) - p.embedding * wb
-    if arch.tie_word_embeddings and arch.kind == "decoder":
-        weight_bytes += arch.vocab_size * arch.hidden_size * min(wb, 2)
-    if arch.moe is not None:  # a step reads the experts its tokens route to
-        m = arch.moe
-        expert_w = 3 * arch.hidden_size * m.expert_intermediate_size * m.moe_layers * wb
-        touched = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** batch)
-        weight_bytes -= expert_w * (m.num_experts - touched)
-        assumptions.append(f"MoE: a decoding step of {batch} request(s) reads about {touched:.1f} of "
-                           f"{m.num_experts} experts per layer")
-    weight_bytes /= tp * pp
+    fwd = forward_flops(arch, p, prompt, eager=w.attention == "eager", image_size=prompt)
     layers = arch.num_layers + arch.num_decoder_layers
     lat = prm.collective_latency_s
     tp_bw = link_gbs(gpu, sm, tp, node) if tp > 1 else 1.0
+    launches = layers * prm.decode_kernels_per_layer * prm.kernel_launch_s
 
-    # prefill: compute-bound, at least one pass over the weights
-    t_prefill_compute = fwd.forward * batch / (tp * pp) / (peak * eff)
-    chunks = math.ceil(batch * prompt / chunk)
-    t_prefill = max(t_prefill_compute, chunks * weight_bytes / bw) + chunks * layers * prm.decode_kernels_per_layer \
-        * prm.kernel_launch_s
-    if tp > 1:
-        t_prefill += layers * 2 * _allreduce_s(batch * prompt * arch.hidden_size * 2, tp, tp_bw, lat)
+    wb = WEIGHT_BYTES[dtype]
+    if wb < 2:  # quantized blocks; embeddings, head and norms stay in 16 bits
+        dense_bytes = p.block_linear_weights * wb + (p.total - p.block_linear_weights) * 2 - p.embedding * 2
+    else:
+        dense_bytes = (p.total - p.embedding) * wb
+    if arch.tie_word_embeddings and arch.kind == "decoder":  # the tied head is read every step
+        dense_bytes += arch.vocab_size * arch.hidden_size * min(wb, 2)
 
-    kv_dtype_b = 1 if w.kv_cache_dtype == "fp8" else 2
+    def weight_bytes(b: int) -> float:
+        """Weights one forward step reads: MoE layers only the experts their `b` tokens route to."""
+        wbytes = dense_bytes
+        if arch.moe is not None:
+            m = arch.moe
+            expert_w = 3 * arch.hidden_size * m.expert_intermediate_size * m.moe_layers * wb
+            touched = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** b)
+            wbytes -= expert_w * (m.num_experts - touched)
+        return wbytes / mp
+
+    def prefill_s(prompts: int) -> float:
+        tokens = prompts * prompt
+        chunk = min(w.prefill_tokens or tokens, tokens)
+        chunks = math.ceil(tokens / chunk)
+        eff = matmul_efficiency(gen, sm, prec, chunk) * prm.prefill_factor
+        t = max(fwd.forward * prompts / mp / (peak * eff), chunks * weight_bytes(chunk) / bw) + chunks * launches
+        if tp > 1:
+            t += layers * 2 * _allreduce_s(tokens * arch.hidden_size * 2, tp, tp_bw, lat)
+        return t
+
+    kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
     avg_ctx = prompt + out / 2
-    kv_read = kv_cache_bytes(arch, batch, int(avg_ctx), kv_dtype_b) / (tp * pp) if arch.kind == "decoder" else 0.0
-    flops_step = 2 * (p.active - p.embedding) * batch + 4 * arch.q_dim * avg_ctx * arch.num_layers * batch
-    t_mem = (weight_bytes + kv_read) / bw
-    # a decoding step's matmuls are matrix-vector products: bandwidth-bound until the batch is large, so
-    # the compute bound uses the large-matmul efficiency without the micro-batch penalty
-    big = _base_efficiency(gen, prec) * width / (width + prm.matmul_half_width)
-    t_cmp = flops_step / (tp * pp) / (peak * big)
-    t_step = max(t_mem, t_cmp) + layers * prm.decode_kernels_per_layer * prm.kernel_launch_s
-    if tp > 1:
-        t_step += layers * 2 * _allreduce_s(batch * arch.hidden_size * 2, tp, tp_bw, lat)
-    bound = "memory-bandwidth" if t_mem >= t_cmp else "compute"
-    ttft = t_prefill + t_step
-    per_request = 1 / t_step
-    aggregate = batch / t_step * replicas
-    latency = t_prefill + out * t_step
-    assumptions += [
-        f"prefill at {eff:.0%} of the {peak / 1e12:,.0f} TFLOPS dense peak; decoding reads "
-        f"{(weight_bytes + kv_read) / GB:.1f} GB per step at {gen.bandwidth:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s",
-        f"{batch} request(s) of {prompt} prompt and {out} output tokens, decoded together; {replicas} replica(s)",
-    ]
+
+    def step_s(b: int) -> tuple[float, str, float]:
+        """One decoding step of `b` requests: (seconds, what bounds it, bytes read)."""
+        kv = kv_cache_bytes(arch, b, int(avg_ctx), kv_b) / mp if generative else 0.0
+        read = weight_bytes(b) + kv
+        flops = 2 * (p.active - p.embedding) * b + 4 * arch.q_dim * avg_ctx * arch.num_layers * b
+        t_mem = read / bw
+        # matrix-vector products: bandwidth-bound until the batch is large; the compute bound uses the
+        # large-matmul efficiency (no micro-batch penalty)
+        t_cmp = flops / mp / (peak * _base_efficiency(gen, prec))
+        t = max(t_mem, t_cmp) + launches
+        if tp > 1:
+            t += layers * 2 * _allreduce_s(b * arch.hidden_size * 2, tp, tp_bw, lat)
+        return t, ("memory-bandwidth" if t_mem >= t_cmp else "compute"), read
+
+    def latency_s(b: int) -> float:
+        t, _, _ = step_s(b)
+        return prefill_s(1) + out * t
+
+    t_one = prefill_s(1)
+    batch_prefill = prefill_s(batch)
+    if generative:
+        t_step, bound, read = step_s(batch)
+        ttft = t_one + t_step
+        latency = t_one + out * t_step
+        per_request = 1 / t_step
+        aggregate = batch / t_step * replicas
+        # each request holds the GPU for its own prefill and a 1/batch share of `out` decoding steps
+        rps = replicas / (t_one + out * t_step / batch)
+        assumptions.append(f"decoding reads {read / GB:.1f} GB per step at {gen.bandwidth:.0%} of "
+                           f"{gpu.memory_bandwidth_gbs:,.0f} GB/s")
+    else:  # encoders, vision: one forward per request, no decoding
+        t_step, bound = batch_prefill, "compute"
+        ttft = latency = t_one
+        per_request = 0.0
+        aggregate = batch * fwd.tokens / batch_prefill * replicas
+        rps = batch * replicas / batch_prefill
+    if arch.moe is not None:
+        m = arch.moe
+        touched = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** batch)
+        assumptions.append(f"MoE: a decoding step of {batch} request(s) reads about {touched:.1f} of "
+                           f"{m.num_experts} experts per layer")
+    eff1 = matmul_efficiency(gen, sm, prec, min(w.prefill_tokens or prompt, prompt)) * prm.prefill_factor
+    assumptions.insert(0, f"prefill at {eff1:.0%} of the {peak / 1e12:,.0f} TFLOPS dense peak")
+    assumptions.append(f"{batch} concurrent request(s) of {prompt} prompt" + (f" and {out} output tokens" if out else "")
+                       + f"; {replicas} replica(s) of {mp} GPU(s)")
+
+    best_b = rps_target = None
+    if w.target_latency_s and generative:
+        cap = max_batch or 4096
+        best = [b for b in range(1, cap + 1) if latency_s(b) <= w.target_latency_s]
+        if best:
+            best_b = best[-1]
+            t_b, _, _ = step_s(best_b)
+            rps_target = replicas / (t_one + out * t_b / best_b)
+        else:
+            notes.append(Note(code="latency-target-missed", severity="warning",
+                              message=f"even one request takes {latency_s(1):.2f} s, over the {w.target_latency_s:g} s "
+                                      "target: a faster GPU, more tensor parallelism or fewer output tokens"))
     notes += _calibration_notes(gen)
     inf = InferenceSpeed(
         time_to_first_token_s=ttft, time_to_first_token_s_range=_span(ttft, sm),
         decode_tokens_per_s_per_request=per_request,
         decode_tokens_per_s_per_request_range=_span(per_request, sm, speed=True),
         aggregate_tokens_per_s=aggregate, aggregate_tokens_per_s_range=_span(aggregate, sm, speed=True),
-        request_latency_s=latency,
-        requests_per_s=batch * replicas / latency, decode_bound=bound, assumptions=assumptions,
+        batch_prefill_s=batch_prefill, request_latency_s=latency, requests_per_s=rps, decode_bound=bound,
+        target_latency_s=w.target_latency_s, max_batch_for_target=best_b, requests_per_s_at_target=rps_target,
+        assumptions=assumptions,
     )
+    flops_step = 2 * (p.active - p.embedding) * batch + 4 * arch.q_dim * avg_ctx * arch.num_layers * batch
     compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
-                         flops_total=(fwd.forward + flops_step * out) * replicas)
+                         flops_total=(fwd.forward * batch + flops_step * out) * replicas)
     return SpeedResult(compute=compute, inference=inf, notes=notes)
 
 

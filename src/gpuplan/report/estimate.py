@@ -105,6 +105,10 @@ def _speed_lines(result: EstimateResult) -> list[str]:
         out.append(f"Inference: first token after {_fmt(inf.time_to_first_token_s, ' s')} ({_fmt(lo)}–{_fmt(hi)} s); "
                    f"{_fmt(inf.decode_tokens_per_s_per_request)} tokens/s per request ({_fmt(dlo)}–{_fmt(dhi)}), "
                    f"{_fmt(inf.aggregate_tokens_per_s)} tokens/s in all; decoding is {inf.decode_bound}-bound.")
-        out.append(f"A request takes {_fmt(inf.request_latency_s, ' s')}; {_fmt(inf.requests_per_s)} requests/s.")
+        out.append(f"A request takes {_fmt(inf.request_latency_s, ' s')}; {_fmt(inf.requests_per_s)} requests/s "
+                   f"(prefilling the whole batch at once: {_fmt(inf.batch_prefill_s, ' s')}).")
+        if inf.max_batch_for_target is not None and inf.requests_per_s_at_target is not None:
+            out.append(f"Within {inf.target_latency_s:g} s per request: up to {inf.max_batch_for_target} concurrent "
+                       f"requests, {_fmt(inf.requests_per_s_at_target)} requests/s.")
         out += [f"· assumed: {a}" for a in inf.assumptions]
     return out

@@ -129,17 +129,6 @@ class Gpu(CatalogRow):
             raise ValueError("GeForce (consumer) drivers are not licensed for datacenter deployment")
         return self
 
-    def peak_tflops(self, precision: str) -> float:
-        """Dense tensor peak for a training/inference precision of the project schema."""
-        t = self.tflops
-        if precision == "fp32":
-            return t.tf32 or t.fp32
-        if precision.startswith("fp8"):
-            return t.fp8 or t.bf16 or t.fp16
-        if precision.startswith("fp16"):
-            return t.fp16
-        return t.bf16 or t.fp16  # bf16 on a chip without it runs as fp16 (V100, T4)
-
 
 __all__ = ["CatalogRow", "Cooling", "FormFactor", "Generation", "Gpu", "Interconnect", "LinkKind", "MarketClass",
            "MemoryType", "Price", "Tflops", "Vendor"]

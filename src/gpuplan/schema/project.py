@@ -82,6 +82,9 @@ class Workload(_Section):
     prefill_tokens: PositiveInt | None = None
     weights_dtype: WeightsDtype | None = None
     kv_cache_dtype: KvDtype | None = None
+    #: inference: the time a request may take (prompt and every output token); gpuplan reports the largest
+    #: batch that meets it and the requests per second there
+    target_latency_s: PositiveFloat | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:

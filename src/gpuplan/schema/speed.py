@@ -16,7 +16,7 @@ class _Frozen(BaseModel):
 
 class GenerationEfficiency(_Frozen):
     """What a GPU generation's matmuls reach in training, as a fraction of the dense tensor peak, before the
-    size and batch penalties; and its memory-bandwidth efficiency."""
+    micro-batch penalty; and its memory-bandwidth efficiency."""
 
     id: str
     #: large bf16/fp16 matmuls inside a real training step (kernel mix, not a GEMM micro-benchmark)
@@ -37,9 +37,7 @@ class GenerationEfficiency(_Frozen):
 class SpeedParams(_Frozen):
     """Scalar assumptions, by id in data/speed.toml."""
 
-    #: matmul efficiency falls for narrow layers: x hidden / (hidden + this)
-    matmul_half_width: float = Field(gt=0)
-    #: ... and for small micro-batches: x tokens / (tokens + this)
+    #: matmul efficiency falls for small micro-batches: x tokens / (tokens + this)
     matmul_half_tokens: float = Field(gt=0)
     #: attention kernels (flash/SDPA) reach this fraction of the matmul efficiency
     attention_factor: float = Field(gt=0, le=1.5)
@@ -120,10 +118,18 @@ class InferenceSpeed(_Frozen):
     decode_tokens_per_s_per_request_range: Span
     aggregate_tokens_per_s: float
     aggregate_tokens_per_s_range: Span
+    #: prefilling every prompt of the batch at once (Hugging Face generate() with all prompts together)
+    batch_prefill_s: float
+    #: one request from its arrival to its last token, with the batch decoding alongside
     request_latency_s: float
+    #: steady state: each request takes its own prefill and a share of the batch's decoding steps
     requests_per_s: float
     #: what bounds a decoding step: "memory-bandwidth" or "compute"
     decode_bound: str
+    #: workload.target_latency_s, the largest batch whose requests meet it, and the requests/s there
+    target_latency_s: float | None = None
+    max_batch_for_target: int | None = None
+    requests_per_s_at_target: float | None = None
     assumptions: list[str]
 
 
