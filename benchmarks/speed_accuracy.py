@@ -77,6 +77,60 @@ def explain(c: Case, sm) -> None:  # type: ignore[no-untyped-def]
         print(" -", x)
 
 
+# LitGPT config_hub/finetune README (measurements.yaml, memory section): runtimes of LoRA and QLoRA runs of the
+# same model, data (Alpaca2k), micro-batch and epochs on one A10G: the ratio isolates QLoRA's dequantization
+LITGPT_PAIRS = [("llama-2-7b", 2, 32.82, 45.67), ("mistral-7b-v0.1", 2, 31.01, 44.75), ("falcon-7b", 1, 24.84, 50.85),
+                ("gemma-2b", 2, 9.41, 12.91)]
+# MLPerf Training v4.0-v5.1 Llama-2-70B LoRA, 8 GPUs, median raw minutes (research/hardware.md s10.3): H100 SXM
+# 29.4 (11 submissions), H200 SXM 23.3 (12)
+MLPERF_H200_VS_H100 = 29.4 / 23.3
+
+
+def relative_checks(sm) -> list[tuple[str, str, str, str]]:  # type: ignore[no-untyped-def]
+    """(check, measured, gpuplan, naive) for ratios where the unknowns of a run cancel."""
+    from gpuplan.catalog.hardware import builtin_catalog
+    from gpuplan.catalog.loader import load_activation_table
+    from gpuplan.core.lora import lora_params
+    from gpuplan.core.speed import estimate_training_speed
+    from gpuplan.schema.project import Layout, Workload
+
+    from speed_cases import model_arch
+
+    from gpuplan.core.params import count_params
+
+    gpus = builtin_catalog().gpus.rows
+    table = load_activation_table()
+    out = []
+    for preset, mbs, lora_min, qlora_min in LITGPT_PAIRS:
+        arch = model_arch(preset)
+        p = count_params(arch)
+        targets = ["query_key_value"] if preset == "falcon-7b" else ["q_proj", "v_proj"]
+        ratios = []
+        for seq in (256, 512):
+            t = {}
+            for task in ("lora", "qlora"):
+                w = Workload(task=task, precision="bf16", micro_batch_size=mbs, sequence_length=seq,
+                             lora={"rank": 8, "targets": targets})
+                r = estimate_training_speed(arch, p, w, Layout(), 1, gpus["a10g-24gb"], sm, table,
+                                            trainable=lora_params(arch, 8, targets))
+                t[task] = r.time.step_seconds
+            ratios.append(t["qlora"] / t["lora"])
+        out.append((f"LitGPT {preset} QLoRA / LoRA runtime, 1x A10G", f"{qlora_min / lora_min:.2f}",
+                    f"{ratios[1]:.2f}-{ratios[0]:.2f}", "1.00"))
+    arch = model_arch("llama-2-70b")
+    p = count_params(arch)
+    tps = {}
+    for gid in ("h100-sxm-80gb", "h200-sxm-141gb"):
+        w = Workload(task="lora", precision="fp8-mixed", micro_batch_size=1, sequence_length=8192,
+                     global_batch_size=8, lora={"rank": 16, "targets": ["q_proj", "v_proj", "k_proj", "o_proj"]})
+        r = estimate_training_speed(arch, p, w, Layout(zero=3), 8, gpus[gid], sm, table,
+                                    trainable=lora_params(arch, 16, ["q_proj", "v_proj", "k_proj", "o_proj"]))
+        tps[gid] = r.time.tokens_per_s
+    out.append(("MLPerf Llama-2-70B LoRA, 8x H200 / 8x H100 speed", f"{MLPERF_H200_VS_H100:.2f}",
+                f"{tps['h200-sxm-141gb'] / tps['h100-sxm-80gb']:.2f}", "1.00"))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables (for docs/accuracy.md)")
@@ -126,6 +180,18 @@ def main() -> None:
         print(f"{'group':22} {'cases':>5}  {'gpuplan med/p90':>18}  {'LOO med/p90':>18}  {'naive med/p90':>18}")
         for name, n, o, lo, nv in sums:
             print(f"{name:22} {n:>5}  {o:>18}  {lo:>18}  {nv:>18}")
+    ratios = relative_checks(sm)
+    if a.markdown:
+        print("\nRatios where a run's unknowns cancel (gpuplan's LitGPT range: 512- to 256-token samples, the "
+              "lengths LitGPT pads Alpaca2k batches to lie between):\n")
+        print("| check | measured | gpuplan | naive |")
+        print("|---|---|---|---|")
+        for r in ratios:
+            print("| " + " | ".join(r) + " |")
+    else:
+        print()
+        for r in ratios:
+            print(f"{r[0]:52} measured {r[1]:>6}  gpuplan {r[2]:>10}  naive {r[3]}")
     print("\n† not used for calibration (a check only).")
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from gpuplan.catalog.loader import load_speed_model  # noqa: E402
 from gpuplan.schema.speed import SpeedModel  # noqa: E402
@@ -98,6 +99,48 @@ def fit(cases: list[Case], sm: SpeedModel, *, quiet: bool = False, rounds: int =
     return sm, names
 
 
+def fit_qlora(sm: SpeedModel) -> tuple[SpeedModel, str]:
+    """QLoRA's dequantization cost from LitGPT's QLoRA/LoRA runtime pairs (same model, data and batch on one
+    A10G), timed at 362 tokens per sample (between the 256 and 512 LitGPT pads Alpaca2k batches to)."""
+    from speed_accuracy import LITGPT_PAIRS  # noqa: PLC0415
+
+    from gpuplan.catalog.hardware import builtin_catalog
+    from gpuplan.catalog.loader import load_activation_table
+    from gpuplan.core.lora import lora_params
+    from gpuplan.core.params import count_params
+    from gpuplan.core.speed import estimate_training_speed
+    from gpuplan.schema.project import Layout, Workload
+
+    from speed_cases import model_arch
+
+    gpu = builtin_catalog().gpus.rows["a10g-24gb"]
+    table = load_activation_table()
+
+    def err(value: float) -> float:
+        trial = _set(sm, "param", None, "qlora_dequant_bytes_per_param", value)
+        total = 0.0
+        for preset, mbs, lora_min, qlora_min in LITGPT_PAIRS:
+            arch = model_arch(preset)
+            p = count_params(arch)
+            targets = ["query_key_value"] if preset == "falcon-7b" else ["q_proj", "v_proj"]
+            t = {}
+            for task in ("lora", "qlora"):
+                w = Workload(task=task, precision="bf16", micro_batch_size=mbs, sequence_length=362,
+                             lora={"rank": 8, "targets": targets})
+                t[task] = estimate_training_speed(arch, p, w, Layout(), 1, gpu, trial, table,
+                                                  trainable=lora_params(arch, 8, targets)).time.step_seconds
+            total += abs(math.log((t["qlora"] / t["lora"]) / (qlora_min / lora_min)))
+        return total
+
+    grid = [2.0 * 1.1**k for k in range(40)]
+    best = min(grid, key=err)
+    today = datetime.date.today().isoformat()
+    return _set(sm, "param", None, "qlora_dequant_bytes_per_param", best), (
+        f"calibrated by scripts/fit_speed.py on LitGPT's QLoRA/LoRA runtime ratios (Llama-2-7B, Mistral-7B, "
+        f"Falcon-7B, Gemma-2B on one A10G; measurements.yaml), {today}: bitsandbytes' NF4 dequantization moves "
+        "far more than the 4.5 bytes per parameter a bandwidth-bound kernel would")
+
+
 def priors(sm: SpeedModel, calibrated: set[str]) -> tuple[SpeedModel, dict[str, str]]:
     """Generations without runs: fp8 efficiency from MLPerf relative times; 16-bit and fp32 keep the
     calibrated generations' fp8 : 16-bit : fp32 proportions."""
@@ -145,7 +188,8 @@ def spread(cases: list[Case], sm: SpeedModel) -> tuple[float, float]:
     return q(0.1), q(0.9)
 
 
-def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: float, hi: float) -> None:
+def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: float, hi: float,
+           qlora_src: str) -> None:
     text = DATA.read_text()
     today = datetime.date.today().isoformat()
     src = f"calibrated by scripts/fit_speed.py on {n} published runs (benchmarks/speed_cases.py), {today}"
@@ -161,6 +205,7 @@ def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: fl
     for name in names:
         if "." not in name:
             text = set_param(text, name, _get(sm, "param", None, name), src)
+    text = set_param(text, "qlora_dequant_bytes_per_param", sm.params.qlora_dequant_bytes_per_param, qlora_src)
     text = set_param(text, "range_low", lo, f"10th percentile of measured/predicted speed on the {n} calibration runs, {today}")
     text = set_param(text, "range_high", hi, f"90th percentile of measured/predicted speed on the {n} calibration runs, {today}")
     for gen, g in sm.generations.items():
@@ -187,15 +232,18 @@ def main() -> None:
     cases = [c for c in load_cases() if c.calibration]
     sm0 = load_speed_model()
     sm, names = fit(cases, sm0)
+    sm, qlora_src = fit_qlora(sm)
+    sm, names = fit(cases, sm, quiet=True)
     sm, why = priors(sm, set(names))
     lo, hi = spread(cases, sm)
     errs = [abs(predict(c, sm) / c.value - 1) for c in cases]
-    print(f"{len(cases)} cases: median |error| {100 * statistics.median(errs):.1f}%, range {lo:.2f}-{hi:.2f}")
+    print(f"{len(cases)} cases: median |error| {100 * statistics.median(errs):.1f}%, range {lo:.2f}-{hi:.2f}; "
+          f"qlora_dequant_bytes_per_param {sm.params.qlora_dequant_bytes_per_param:.3g}")
     for name in names:
         gen, _, field = name.rpartition(".")
         print(f"  {name} = {_get(sm, 'generation' if gen else 'param', gen or None, field):.4g}")
     if not a.dry_run:
-        _write(sm, names, why, len(cases), lo, hi)
+        _write(sm, names, why, len(cases), lo, hi, qlora_src)
         print(f"wrote {DATA.relative_to(ROOT)}")
 
 

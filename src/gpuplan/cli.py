@@ -213,7 +213,9 @@ def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
     if as_json:
         import json
 
-        typer.echo(json.dumps([p.model_dump(mode="json", exclude={"config"}) for p in presets.values()], indent=2))
+        origin = {"file": "gpuplan/data/models.toml", "overrides_builtin": False}
+        typer.echo(json.dumps([{**p.model_dump(mode="json", exclude={"config"}), "origin": origin}
+                               for p in presets.values()], indent=2))
         return
     from rich.table import Table
 

@@ -74,9 +74,18 @@ def regime_of(w: Workload) -> str:
     return "bf16" if w.precision == "bf16" else "amp"
 
 
-def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, tp: int) -> float:
-    """Bytes per token of one layer's saved activations (model-parallel widths divided by tp)."""
+#: the longest sequences scripts/fit_activations.py measures, eager and SDPA: a fit whose per-token bytes fall
+#: with the sequence is not extrapolated beyond them (saved tensors per token never shrink as sequences grow)
+FIT_MAX_SEQ = {"eager": 512, "sdpa": 64}
+
+
+def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, tp: int,
+               fit_max_seq: int = FIT_MAX_SEQ["sdpa"]) -> float:
+    """Bytes per token of one layer's saved activations (model-parallel widths divided by tp). Never less
+    than the layer's 16-bit input, whatever a fit's negative coefficients say far from where it was measured."""
     moe = arch.moe
+    if c.Hs * arch.num_heads + c.s < 0:
+        seq = min(seq, fit_max_seq)
     split = (c.q * arch.q_dim + c.kv * arch.kv_dim + c.i * arch.intermediate_size + c.H * arch.num_heads
              + c.Hs * arch.num_heads * seq + c.s * seq
              + c.qg * (arch.q_dim if arch.num_kv_heads < arch.num_heads else 0))
@@ -84,7 +93,7 @@ def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, 
         split += (c.iek * moe.expert_intermediate_size * moe.experts_per_token + c.E * moe.num_experts
                   + c.is_ * moe.shared_intermediate_size + c.Er * moe.num_experts * rank
                   + c.Eie * moe.num_experts * moe.expert_intermediate_size)
-    return c.h * arch.hidden_size + split / tp + c.r * rank + c.const
+    return max(c.h * arch.hidden_size + split / tp + c.r * rank + c.const, 2.0 * arch.hidden_size)
 
 
 def _compute_bytes(w: Workload) -> int:
@@ -112,6 +121,10 @@ def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[float, int]]:
     if arch.kind == "encoder-decoder":
         return [(arch.num_layers / 2, r.seq), (arch.num_decoder_layers / 2, r.target)]
     return [(arch.num_layers, r.seq)]
+
+
+def _fit_max_seq(arch: ModelArch, w: Workload, ckpt: bool) -> int:
+    return FIT_MAX_SEQ["eager" if "/eager" in activation_key(arch, w, ckpt) else "sdpa"]
 
 
 def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: int) -> float:
@@ -233,11 +246,12 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
         full_c = _coefficients(arch, w, False, table, notes)
     for layers, seq in groups:
         tokens = r.batch * seq
-        full = (_per_token(full_c, arch, seq, rank, lay.tp)
+        full = (_per_token(full_c, arch, seq, rank, lay.tp, _fit_max_seq(arch, w, False))
                 + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w)))
         layers_here = layers * in_flight
         if ckpt:
-            ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp)
+            ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp,
+                            _fit_max_seq(arch, w, True))
             saved_layer += layers_here * tokens * ck
         else:
             saved_layer += layers_here * tokens * full
@@ -305,7 +319,7 @@ def saved_bytes_per_sample(arch: ModelArch, w: Workload, table: ActivationTable,
     c = _coefficients(arch, w, False, table, [])
     total = 0.0
     for layers, seq in _layers_tokens(arch, r):
-        total += layers * seq * (_per_token(c, arch, seq, rank, tp)
+        total += layers * seq * (_per_token(c, arch, seq, rank, tp, _fit_max_seq(arch, w, False))
                                  + _dropout_mask_bytes_per_token(arch, seq, w.attention == "eager", _compute_bytes(w)))
     return total
 
