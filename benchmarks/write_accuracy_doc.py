@@ -71,11 +71,13 @@ with its source, the quote the numbers come from and what the source leaves unst
 span what users plan: pre-training at scale (Llama 3 405B, Nemotron-4, OPT, BLOOM, Megatron, MPT, StarCoder,
 TinyLlama), single-node throughput tables (LLM Foundry, torchtitan, Megatron-Bridge), and fine-tuning -- full,
 LoRA, QLoRA, small batches, fp32/TF32 vs mixed precision, long context (torchtune, NeMo, NeMo AutoModel, Qwen,
-NVIDIA DeepLearningExamples BERT) -- on V100, A100 40/80 GB, H100, B200, GB200 and RTX 4090. From Epoch AI's
-training-run data we took the runs whose hardware count, tokens and GPU-hours or throughput are stated in
-the paper itself (Epoch's dataset column counts words, not tokens); MLPerf Training times are not used as
-cases (time-to-quality without a token count) but calibrate the efficiency of GPUs we have no runs for
-(Blackwell, MI300X, Gaudi: Llama-2-70B LoRA times relative to H100, `scripts/fit_speed.py`).
+NVIDIA DeepLearningExamples BERT) -- on V100, A100 40/80 GB, H100, B200, GB200 and RTX 4090. Epoch AI's
+training-run data (`../shared/reference/epoch_training_runs.csv`) served as the index of large runs: we kept
+those whose paper states the hardware count, the tokens and the GPU-hours or throughput, and took the figures
+from the papers, because Epoch's dataset column counts words and many of its times are its own estimates
+(StarCoderBase's quote is from Epoch's notes). MLPerf Training times are not cases (time to a quality target,
+no token count) but calibrate the efficiency of GPUs we have no runs for (Blackwell, MI300X, Gaudi:
+Llama-2-70B LoRA times relative to H100, `scripts/fit_speed.py`) and give the H200/H100 ratio check below.
 
 `scripts/fit_speed.py` fits the efficiencies (per GPU generation and precision) and four shared shape
 parameters on the calibration runs (least absolute log error) and writes them into `data/speed.toml` with
