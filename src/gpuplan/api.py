@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from collections.abc import Sequence
 
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
 from gpuplan.catalog.loader import (load_activation_table, load_overheads, load_project, load_speed_model,
@@ -14,9 +13,10 @@ from gpuplan.core.flops import forward_flops, training_flops
 from gpuplan.core.memory import estimate_memory, resolve
 from gpuplan.core.params import count_params
 from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
-from gpuplan.errors import InputError
+from gpuplan.errors import InfeasibleError, InputError
 from gpuplan.schema.estimate import Note
-from gpuplan.schema.project import Hardware, Layout, Project
+from gpuplan.schema.plan import FitResult, PlanResult, Rejected
+from gpuplan.schema.project import Constraints, Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, MemoryOut, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
@@ -42,10 +42,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
 
     `gpu`/`gpus` override the project's `hardware` section. Without hardware: one GPU, no parallelism.
     `catalog_files` add or replace hardware rows (`--catalog`); `catalog` passes a loaded one."""
-    if isinstance(project, (str, Path)):
-        project, base_dir = load_project(project)
-    elif isinstance(project, dict):
-        project = parse_project(project)
+    project, base_dir = _load(project, base_dir)
     hw = project.hardware or Hardware()
     if gpus is not None:
         try:
@@ -142,3 +139,127 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
                               gpu_memory_bytes=gpu_bytes),
         memory=memory, compute=compute, time=time, inference=inference, notes=notes,
     )
+
+
+def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None) -> tuple[Project, Path | None]:
+    if isinstance(project, (str, Path)):
+        return load_project(project)
+    if isinstance(project, dict):
+        return parse_project(project), base_dir
+    return project, base_dir
+
+
+def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
+         headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
+         catalog_files: Sequence[str | Path] = ()) -> PlanResult:
+    """The servers to get for a project: candidates that fit (with headroom and planned growth) and meet the
+    deadline and budget, ranked by the objective, with the decision checklist answered. Raises InfeasibleError
+    naming the binding constraint and the gap when nothing qualifies."""
+    from functools import partial
+
+    from gpuplan.catalog.loader import load_fx, load_host_support
+    from gpuplan.catalog.server_rules import load_server_rules
+    from gpuplan.core.checklist import build_checklist, build_faq
+    from gpuplan.core.search import SearchInputs, grow_arch, search
+    from gpuplan.core.server import build_server
+
+    proj, base = _load(project, base_dir)
+    if headroom is not None:
+        cons = proj.constraints.model_copy(update={"memory_headroom": headroom}) if proj.constraints else \
+            Constraints(memory_headroom=headroom)
+        proj = proj.model_copy(update={"constraints": cons})
+    if catalog is None:
+        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
+    obj = objective or (proj.goals.objective if proj.goals else "balanced")
+    model = resolve_model(proj.model, base)
+    arch = model.arch
+    rules = load_server_rules()
+    fx = load_fx()
+    currency = proj.goals.budget.currency if proj.goals and proj.goals.budget else "USD"
+    inp = SearchInputs(
+        project=proj, arch=arch, grown_arch=grow_arch(arch, proj.growth.model_scale if proj.growth else 1.0),
+        catalog=catalog, speed=load_speed_model(), table=load_activation_table(), overheads=load_overheads(),
+        build_server=partial(build_server, catalog=catalog, rules=rules), usd_to_budget=fx[currency],
+        rent_per_gpu_hour=_median_rent(),  # the server builder prices the cluster network into each server
+    )
+    candidates, rejected, stats = search(inp, obj)
+    if not candidates:
+        raise InfeasibleError(_binding_constraint(proj, rejected))
+    rec = candidates[0]
+    host, needs = load_host_support()
+    checklist = build_checklist(proj, rec, catalog, fx[currency])
+    faq = build_faq(proj, rec, candidates, rejected, catalog, host, needs)
+    shown = candidates[: top] if top else candidates
+    notes = list(inp.notes)
+    if catalog_files:
+        for kind in ("gpu", "cpu", "platform", "drive", "nic"):
+            for rid in catalog.table(kind).overridden():
+                notes.append(Note(code="catalog-user-row", message=f"{kind} {rid}: your row replaces the built-in"))
+    return PlanResult(project=proj.name, objective=obj, recommendation=rec, candidates=shown, rejected=rejected,
+                      checklist=checklist, faq=faq, stats=stats, notes=notes)
+
+
+def _median_rent() -> dict[str, float]:
+    import statistics
+
+    from gpuplan.catalog.loader import load_rental_prices
+
+    return {gid: statistics.median(p.usd_per_gpu_hour for p in rows) for gid, rows in load_rental_prices().items()}
+
+
+def _binding_constraint(proj: Project, rejected: list[Rejected]) -> str:
+    """One sentence: what binds, by how much, and what could be changed."""
+    kinds = {"does not fit": [], "growth": [], "deadline": [], "budget": [], "latency": [], "other": []}
+    for r in rejected:
+        key = ("does not fit" if r.reason.startswith("does not fit") else
+               "growth" if "planned growth" in r.reason else "deadline" if "deadline" in r.reason else
+               "budget" if "over budget" in r.reason else "latency" if "latency" in r.reason else "other")
+        kinds[key].append(r)
+    if kinds["budget"]:
+        r = kinds["budget"][0]
+        return f"nothing fits the budget: the cheapest server that works, {r.servers} x {r.gpus_per_server} x " \
+               f"{r.gpu_id}, is {r.reason}; options: raise goals.budget, use LoRA/QLoRA, or a smaller model"
+    if kinds["deadline"]:
+        r = min(kinds["deadline"], key=lambda x: x.reason)
+        return f"nothing meets the deadline: {r.servers} x {r.gpus_per_server} x {r.gpu_id} {r.reason}; options: " \
+               "more GPUs (constraints.max_servers), fewer tokens, or a later goals.deadline_days"
+    if kinds["latency"]:
+        r = kinds["latency"][0]
+        return f"nothing meets workload.target_latency_s: {r.gpu_id} {r.reason}; options: fewer output tokens, " \
+               "a smaller model or fp8 weights"
+    if kinds["growth"]:
+        r = kinds["growth"][0]
+        return f"nothing fits after the planned growth: {r.gpu_id} x{r.gpus_per_server}: {r.reason}; options: " \
+               "lower growth.*, more GPUs, or plan to replace the servers when the model grows"
+    if kinds["does not fit"]:
+        best = kinds["does not fit"][0]
+        return f"no allowed GPU holds the job: {best.gpu_id} {best.reason}; options: ZeRO-3 over more GPUs, " \
+               "gradient checkpointing, QLoRA, a shorter sequence, or a larger GPU (constraints.gpus)"
+    if rejected:
+        return f"no candidate: {rejected[0].gpu_id}: {rejected[0].reason}"
+    return "no GPU is allowed by the constraints (constraints.gpus, exclude_gpus, datacenter_only)"
+
+
+def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int | None = None,
+        headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
+        catalog_files: Sequence[str | Path] = ()) -> FitResult:
+    """The largest micro-batch, sequence (context) and model scale that fit `gpus` x `gpu` with the project's
+    layout, with and without gradient checkpointing."""
+    from gpuplan.core.fit import fit_limits
+
+    proj, base = _load(project, base_dir)
+    if catalog is None:
+        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
+    row = catalog.gpus.find(gpu, ["--gpu"])
+    hw = proj.hardware or Hardware()
+    n = gpus or hw.gpus
+    lay = hw.layout if n % (hw.layout.tp * hw.layout.pp) == 0 else Layout()
+    if n > 1 and lay == Layout() and proj.workload.task != "inference":
+        lay = Layout(zero=3)  # more than one GPU and no layout given: shard everything (FSDP)
+    head = headroom if headroom is not None else (proj.constraints.memory_headroom if proj.constraints else 0.10)
+    usable = int(row.memory_gib * GIB * (1 - head))
+    arch = resolve_model(proj.model, base).arch
+    limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads())
+    return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
+                     layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
+                     usable_bytes=usable, limits=limits)

@@ -31,6 +31,18 @@ class Format(str, Enum):
     json = "json"
 
 
+class Objective(str, Enum):
+    cost = "cost"
+    time = "time"
+    balanced = "balanced"
+
+
+def _project_path(project: Path | None, example: str | None, command: str) -> Path:
+    if (project is None) == (example is None):
+        raise GpuplanError(f"give a project file or --example NAME (`gpuplan {command} --list-examples`)")
+    return project if project is not None else example_path(example or "")
+
+
 CatalogFiles = Annotated[Optional[list[Path]], typer.Option(
     "--catalog", help="A file of your own rows (TOML or YAML, same schema); a row replaces the built-in one with "
                       "the same id. Repeatable.")]
@@ -70,9 +82,7 @@ def estimate(
         typer.echo("\n".join(example_names()))
         return
     try:
-        if (project is None) == (example is None):
-            raise GpuplanError("give a project file or --example NAME (`gpuplan estimate --list-examples`)")
-        path = project if project is not None else example_path(example or "")
+        path = _project_path(project, example, "estimate")
         result = api.estimate(path, gpu=gpu, gpus=gpus, catalog_files=catalog or [])
     except GpuplanError as exc:
         _fail(exc)
@@ -138,6 +148,66 @@ def _show_row(console: Console, row: Any, origin: Any) -> None:
 
 def _num(v: float | None, fmt: str = "{:,.0f}") -> str:
     return "-" if v is None else fmt.format(v)
+
+
+@app.command()
+def plan(
+    project: Annotated[Optional[Path], typer.Argument(help="Project file (YAML or JSON).")] = None,
+    example: Annotated[Optional[str], typer.Option(help="A built-in example project instead of a file.")] = None,
+    list_examples: Annotated[bool, typer.Option("--list-examples", help="List the built-in examples.")] = False,
+    objective: Annotated[Optional[Objective], typer.Option(help="Rank by cost, time or both (default: the "
+                                                                 "project's goals.objective).")] = None,
+    top: Annotated[int, typer.Option(min=1, help="How many candidates to show.")] = 8,
+    headroom: Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
+                                                                              "(default 0.10).")] = None,
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    catalog: CatalogFiles = None,
+) -> None:
+    """Which server to get: balanced candidates that fit, ranked, with the decision checklist answered.
+    Exit 1 when nothing satisfies the project (the message names the binding constraint)."""
+    if list_examples:
+        typer.echo("\n".join(example_names()))
+        return
+    try:
+        path = _project_path(project, example, "plan")
+        result = api.plan(path, objective=objective.value if objective else None, headroom=headroom,
+                          catalog_files=catalog or [])
+    except GpuplanError as exc:
+        _fail(exc)
+        return
+    from gpuplan.report.plan import render_json, render_text
+
+    if format is Format.json:
+        typer.echo(render_json(result.model_copy(update={"candidates": result.candidates[:top]})))
+    else:
+        render_text(result, Console(), top=top)
+
+
+@app.command()
+def fit(
+    project: Annotated[Optional[Path], typer.Argument(help="Project file (YAML or JSON).")] = None,
+    gpu: Annotated[str, typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = ...,  # type: ignore[assignment]
+    gpus: Annotated[Optional[int], typer.Option(min=1, help="Number of GPUs (default: the project's).")] = None,
+    example: Annotated[Optional[str], typer.Option(help="A built-in example project instead of a file.")] = None,
+    headroom: Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
+                                                                              "(default 0.10).")] = None,
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    catalog: CatalogFiles = None,
+) -> None:
+    """On this hardware: the largest micro-batch, sequence (context) and model scale that fit, with and without
+    gradient checkpointing."""
+    try:
+        path = _project_path(project, example, "fit")
+        result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=catalog or [])
+    except GpuplanError as exc:
+        _fail(exc)
+        return
+    from gpuplan.report.plan import render_fit_text, render_json
+
+    if format is Format.json:
+        typer.echo(render_json(result))
+    else:
+        render_fit_text(result, Console())
 
 
 @catalog_app.command("gpus")

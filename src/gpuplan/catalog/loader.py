@@ -69,6 +69,9 @@ def _read_toml(text: str, path: str) -> dict[str, Any]:
     return data
 
 
+read_toml = _read_toml  # for the other catalog modules
+
+
 def _row_error(path: str, row: Mapping[str, Any], index: int, exc: ValidationError) -> CatalogError:
     err = exc.errors()[0]
     return CatalogError(path, err["msg"], row=row.get("id", index), field=".".join(map(str, err["loc"])))
@@ -119,6 +122,62 @@ def load_overheads() -> Overheads:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise CatalogError(path, err["msg"], row=".".join(map(str, err["loc"]))) from None
+
+
+@lru_cache(maxsize=1)
+def load_host_support() -> tuple[dict[str, str], dict[str, str]]:
+    """What the host must provide: per GPU generation (toolkit) and per platform need (data/host_support.toml)."""
+    path = "gpuplan/data/host_support.toml"
+    data = _read_toml(_data_text("host_support.toml"), path)
+    out: list[dict[str, str]] = [{}, {}]
+    for k, (table, field) in enumerate((("generation", "toolkit"), ("platform_need", "text"))):
+        for i, row in enumerate(data.get(table, [])):
+            for key in ("id", field, "source", "as_of"):
+                if key not in row:
+                    raise CatalogError(path, f"missing {key}", row=row.get("id", i), field=key)
+            out[k][row["id"]] = row[field]
+    return out[0], out[1]
+
+
+class RentalPrice(BaseModel):
+    """A row of data/rental_prices.toml: what one provider charges per GPU-hour, on demand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpu_id: str
+    provider: str = Field(min_length=1)
+    usd_per_gpu_hour: float = Field(gt=0, lt=100)
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+
+
+@lru_cache(maxsize=1)
+def load_rental_prices() -> dict[str, list[RentalPrice]]:
+    """Reference rental prices by GPU id (data/rental_prices.toml)."""
+    path = "gpuplan/data/rental_prices.toml"
+    data = _read_toml(_data_text("rental_prices.toml"), path)
+    out: dict[str, list[RentalPrice]] = {}
+    for i, row in enumerate(data.get("price", [])):
+        try:
+            price = RentalPrice(**row)
+        except ValidationError as exc:
+            raise _row_error(path, {"id": row.get("gpu_id", i)}, i, exc) from None
+        out.setdefault(price.gpu_id, []).append(price)
+    return out
+
+
+@lru_cache(maxsize=1)
+def load_fx() -> dict[str, float]:
+    """Units of each currency per US dollar (data/fx.toml)."""
+    path = "gpuplan/data/fx.toml"
+    data = _read_toml(_data_text("fx.toml"), path)
+    rates: dict[str, float] = {}
+    for i, row in enumerate(data.get("rate", [])):
+        for key in ("currency", "per_usd", "source", "as_of"):
+            if key not in row:
+                raise CatalogError(path, f"missing {key}", row=row.get("currency", i), field=key)
+        rates[row["currency"]] = float(row["per_usd"])
+    return rates
 
 
 @lru_cache(maxsize=1)
@@ -311,7 +370,7 @@ def example_path(name: str) -> Path:
     return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
 
 
-__all__ = ["ModelPreset", "ResolvedModel", "example_names", "example_path", "find_preset",
-           "load_activation_table", "load_overheads", "load_presets", "load_project", "load_speed_model",
+__all__ = ["ModelPreset", "RentalPrice", "ResolvedModel", "example_names", "example_path", "find_preset",
+           "load_activation_table", "load_fx", "load_host_support", "load_overheads", "load_rental_prices", "load_presets", "load_project", "load_speed_model",
            "parse_project",
            "resolve_model", "translate_validation_error"]

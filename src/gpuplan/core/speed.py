@@ -391,9 +391,12 @@ def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: L
     best_b = rps_target = None
     if w.target_latency_s and generative:
         cap = max_batch or 4096
-        best = [b for b in range(1, cap + 1) if latency_s(b) <= w.target_latency_s]
-        if best:
-            best_b = best[-1]
+        if latency_s(1) <= w.target_latency_s:  # latency grows with the batch: bisect for the largest
+            lo, hi = 1, cap + 1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if latency_s(mid) <= w.target_latency_s else (lo, mid)
+            best_b = lo
             t_b, _, _ = step_s(best_b)
             rps_target = replicas / (t_one + out * t_b / best_b)
         else:

@@ -117,6 +117,10 @@ class Goals(_Section):
 class Growth(_Section):
     model_scale: float = Field(1.0, ge=1.0)
     data_scale: float = Field(1.0, ge=1.0)
+    #: sequence (training) or context (inference) length grows by this factor
+    context_scale: float = Field(1.0, ge=1.0)
+    #: inference: concurrent requests grow by this factor
+    users_scale: float = Field(1.0, ge=1.0)
     horizon_months: PositiveInt = 36
 
 
@@ -125,6 +129,10 @@ class Constraints(_Section):
     exclude_gpus: list[str] = Field(default_factory=list)
     datacenter_only: bool = False
     max_gpus_per_server: PositiveInt | None = None
+    #: fraction of each GPU's memory kept free (allocator fragmentation, other processes, surprises)
+    memory_headroom: float = Field(0.10, ge=0.0, lt=0.9)
+    #: at most this many servers (multi-node training)
+    max_servers: PositiveInt | None = None
 
 
 class Deployment(_Section):

@@ -1,0 +1,214 @@
+"""The decision checklist and the common questions, answered for one project and its recommended server.
+
+Pure: the plan's candidates and rejections in, verdicts with their numbers and reasons out."""
+
+from __future__ import annotations
+
+from gpuplan.catalog.hardware import Catalog
+from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
+from gpuplan.schema.project import Project
+from gpuplan.units import GIB
+
+CHECKLIST = ("VRAM validated", "System synergy", "Growth plan", "Deployment decision", "Total cost")
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:,.1f} GiB"
+
+
+def _usd(x: float | None) -> str:
+    return "unknown (no dated price in the catalog)" if x is None else f"${x:,.0f}"
+
+
+def _duration(hours: float) -> str:
+    return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.1f} days"
+
+
+def vram_item(rec: Candidate | None, project: Project, catalog: Catalog) -> ChecklistItem:
+    if rec is None:
+        return ChecklistItem(item="VRAM validated", verdict="fail", reasons=["no candidate fits (see rejected)"])
+    gpu = catalog.gpus.rows[rec.gpu_id]
+    cap = gpu.memory_gib * GIB
+    dev = rec.memory.device_bytes
+    headroom = 1 - dev / cap
+    want = project.constraints.memory_headroom if project.constraints else 0.10
+    reasons = [f"{_gib(dev)} per GPU at the peak ({rec.memory.peak_phase}; largest part {rec.memory.dominant}) of "
+               f"{_gib(cap)} on {gpu.name}: {headroom:.0%} free, {want:.0%} required",
+               f"after the planned growth: {_gib(rec.grown_device_bytes)} per GPU "
+               f"({1 - rec.grown_device_bytes / cap:.0%} free)"]
+    verdict = "pass" if rec.fits and rec.fits_with_growth else "fail"
+    if verdict == "pass" and headroom < want + 0.05:
+        verdict = "warn"
+        reasons.append("little margin beyond the required headroom: a longer sequence or a library update can "
+                       "run out of memory")
+    return ChecklistItem(item="VRAM validated", verdict=verdict, reasons=reasons)
+
+
+def synergy_item(rec: Candidate | None) -> ChecklistItem:
+    if rec is None:
+        return ChecklistItem(item="System synergy", verdict="fail", reasons=["no server to balance"])
+    s = rec.server
+    vram = rec.memory.device_bytes  # per GPU used; compare RAM with the cards' full memory below
+    reasons = [f"{s.cpu_sockets} x {s.cpu_model}: {s.cpu_cores} cores for {s.gpus} GPUs "
+               f"({s.cpu_cores / s.gpus:,.1f} per GPU)",
+               f"RAM {s.ram_bytes / 1e9:,.0f} GB", f"NVMe {s.storage_bytes / 1e12:,.1f} TB at "
+               f"{s.storage_read_gb_s:,.1f} GB/s read", f"network {s.network_gbit_s:,.0f} Gb/s",
+               f"PCIe lanes {s.pcie_lanes_needed} needed, {s.pcie_lanes_available} from the CPUs",
+               f"power {s.power_w / 1000:,.1f} kW, cooling {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"]
+    del vram
+    verdict = "warn" if s.warnings else "pass"
+    reasons += [f"warning: {w}" for w in s.warnings]
+    return ChecklistItem(item="System synergy", verdict=verdict, reasons=reasons)
+
+
+def growth_item(rec: Candidate | None, project: Project, catalog: Catalog) -> ChecklistItem:
+    g = project.growth
+    if rec is None:
+        return ChecklistItem(item="Growth plan", verdict="fail", reasons=["nothing fits today"])
+    reasons = []
+    if g is None or (g.model_scale == 1 and g.data_scale == 1 and g.context_scale == 1 and g.users_scale == 1):
+        reasons.append("the project plans no growth (growth.*): nothing is reserved for it")
+    else:
+        reasons.append(f"planned: model x{g.model_scale:g}, data x{g.data_scale:g}, context x{g.context_scale:g}, "
+                       f"users x{g.users_scale:g} over {g.horizon_months} months")
+        reasons.append(f"memory after growth {_gib(rec.grown_device_bytes)} per GPU: "
+                       + ("still fits" if rec.fits_with_growth else "does not fit"))
+        if rec.time_hours is not None and g.data_scale > 1:
+            reasons.append(f"time grows with the data: about {_duration(rec.time_hours * g.data_scale)} for "
+                           f"x{g.data_scale:g} data on the same servers")
+    platform = catalog.platforms.rows.get(rec.server.platform_id)
+    if platform is not None:
+        free = platform.gpu_slots - rec.gpus_per_server
+        reasons.append(f"{free} free GPU slot(s) in the {platform.name}" if free > 0 else
+                       f"{platform.name} full: grow by adding servers (data parallel over the network)")
+    verdict = "pass" if rec.fits_with_growth else "fail"
+    return ChecklistItem(item="Growth plan", verdict=verdict, reasons=reasons)
+
+
+def cost_item(rec: Candidate | None, project: Project, usd_to_budget: float) -> ChecklistItem:
+    if rec is None:
+        return ChecklistItem(item="Total cost", verdict="fail", reasons=["no candidate"])
+    b = project.goals.budget if project.goals else None
+    training = project.workload.task != "inference"
+    horizon = project.growth.horizon_months if project.growth else 36
+    reasons = [f"buying {rec.servers} server(s): {_usd(rec.price_usd)} (GPU reference prices x the server overhead "
+               "factor)",
+               f"renting the same GPUs {'for the run' if training else f'for {horizon} months'}: "
+               f"{_usd(rec.rent_usd)} (median of the reference rental prices)"]
+    if rec.cost_usd is None:
+        return ChecklistItem(item="Total cost", verdict="warn", reasons=reasons)
+    reasons.append(f"the cheaper is to {rec.cost_basis}; electricity, hosting and staff come with the deployment "
+                   "comparison (`gpuplan cost`)")
+    if b is None:
+        reasons.append("no budget given (goals.budget)")
+        return ChecklistItem(item="Total cost", verdict="warn", reasons=reasons)
+    cost = rec.cost_usd * usd_to_budget
+    limit = b.amount if b.period == "total" else b.amount * horizon
+    reasons.append(f"{cost:,.0f} {b.currency} against a budget of {limit:,.0f} {b.currency}"
+                   + (f" ({b.amount:,.0f}/month over {horizon} months)" if b.period == "monthly" else ""))
+    return ChecklistItem(item="Total cost", verdict="pass" if cost <= limit else "fail", reasons=reasons)
+
+
+def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog,
+                    usd_to_budget: float) -> list[ChecklistItem]:
+    return [
+        vram_item(rec, project, catalog),
+        synergy_item(rec),
+        growth_item(rec, project, catalog),
+        ChecklistItem(item="Deployment decision", verdict="not evaluated",
+                      reasons=["on-premises vs managed hosting vs cloud is compared by `gpuplan cost` "
+                               "(deployment issue); until then the plan compares buying the servers with renting "
+                               "the GPUs, without power, hosting or staff"]),
+        cost_item(rec, project, usd_to_budget),
+    ]
+
+
+def build_faq(project: Project, rec: Candidate | None, candidates: list[Candidate], rejected: list[Rejected],
+              catalog: Catalog, host_support: dict[str, str], platform_needs: dict[str, str]) -> list[FaqAnswer]:
+    out: list[FaqAnswer] = []
+    training = project.workload.task != "inference"
+    horizon_h = (project.growth.horizon_months if project.growth else 36) * 730.0
+
+    # dedicated vs cloud: how busy the server would be
+    if rec is not None and rec.time_hours is not None and training:
+        busy = rec.time_hours * (project.growth.data_scale if project.growth else 1.0)
+        share = busy / horizon_h
+        answer = ("cloud or rented GPUs for this run" if share < 0.3 else "a dedicated server")
+        out.append(FaqAnswer(
+            question="Dedicated server or cloud?", answer=answer,
+            reasons=[f"the run keeps the recommended servers busy {_duration(busy)} of a {horizon_h / 730:.0f}-month "
+                     f"horizon ({share:.0%})",
+                     "below about a third of the time, renting is usually cheaper than owning; the deployment "
+                     "comparison (`gpuplan cost`) prices both"]))
+    elif rec is not None and not training:
+        out.append(FaqAnswer(question="Dedicated server or cloud?",
+                             answer="a dedicated (or reserved) server: serving runs around the clock",
+                             reasons=["production inference keeps GPUs busy continuously, where owning or "
+                                      "reserving beats on-demand prices; `gpuplan cost` compares them"]))
+
+    # multi-GPU worth it?
+    singles = [c for c in candidates if c.gpus_per_server * c.servers == 1]
+    if rec is not None:
+        n = rec.gpus_per_server * rec.servers
+        reasons = []
+        if n == 1:
+            answer = "no: one GPU does it"
+            reasons.append("the recommendation uses a single GPU")
+        else:
+            lay = rec.layout
+            kind = ("model parallel (tensor/pipeline: the model does not fit one GPU)" if int(lay.get("tp", 1)) *
+                    int(lay.get("pp", 1)) > 1 else "data parallel (ZeRO-%s)" % lay.get("zero", 0))
+            reasons.append(f"the recommendation spreads the work over {n} GPUs, {kind}")
+            same = [c for c in singles if c.gpu_id == rec.gpu_id]
+            if same and rec.time_hours and same[0].time_hours:
+                speedup = same[0].time_hours / rec.time_hours
+                reasons.append(f"{speedup:,.1f}x faster than one {rec.gpu_id} ({_duration(same[0].time_hours)} "
+                               f"-> {_duration(rec.time_hours)}), {speedup / n:.0%} scaling efficiency")
+                answer = "yes" if speedup / n > 0.7 else "only partly: communication eats much of the gain"
+            elif not singles:
+                answer = "yes, necessarily: no single GPU fits the job"
+            else:
+                answer = "yes"
+            gpu = catalog.gpus.rows[rec.gpu_id]
+            reasons.append(f"interconnect: {gpu.interconnect.kind} {gpu.interconnect.bandwidth_gbs:g} GB/s between "
+                           f"up to {gpu.interconnect.domain_gpus} GPUs" if gpu.interconnect.kind != "none" else
+                           "interconnect: PCIe only, no NVLink: keep tensor parallelism off this card")
+        out.append(FaqAnswer(question="Is multi-GPU worth it here?", answer=answer, reasons=reasons))
+
+    # consumer card?
+    consumer = [c for c in candidates if catalog.gpus.rows[c.gpu_id].market_class == "consumer"]
+    consumer_rej = [r for r in rejected if r.gpu_id in catalog.gpus.rows and
+                    catalog.gpus.rows[r.gpu_id].market_class == "consumer"]
+    production = project.goals is not None and project.goals.purpose == "production"
+    reasons = ["consumer cards: 24-32 GB, no ECC, no NVLink (except RTX 3090), half-rate tensor maths with FP32 "
+               "accumulate, open-air coolers that throttle in dense builds, and a driver licence that excludes "
+               "datacenter deployment"]
+    if consumer:
+        best = consumer[0]
+        answer = (f"for experiments, yes: {best.gpus_per_server * best.servers} x {best.gpu_id}"
+                  + (f" in {_duration(best.time_hours)}" if best.time_hours else ""))
+        if production:
+            answer += "; not for production"
+    else:
+        answer = "no"
+        if consumer_rej:
+            reasons.append(f"{consumer_rej[0].gpu_id}: {consumer_rej[0].reason}")
+    out.append(FaqAnswer(question="Can a consumer card do it?", answer=answer, reasons=reasons))
+
+    # host support
+    if rec is not None:
+        gpu = catalog.gpus.rows[rec.gpu_id]
+        needs = [host_support.get(gpu.generation, "a current driver and toolkit for the GPU")]
+        if gpu.interconnect.kind == "nvlink-switch" and rec.gpus_per_server > 2:
+            needs.append(platform_needs["nvswitch"])
+        if rec.servers > 1:
+            needs.append(platform_needs["multi_node"])
+        if production:
+            needs.append(platform_needs["production"])
+        out.append(FaqAnswer(question="What support must the host give?",
+                             answer="; ".join(needs[:1]) + ("; and more below" if len(needs) > 1 else ""),
+                             reasons=needs))
+    return out
+
+
+__all__ = ["CHECKLIST", "build_checklist", "build_faq"]

@@ -1,0 +1,82 @@
+"""The inverse question: on this hardware, how large may the micro-batch, the sequence (or context) and the
+model be? Bisection over the memory estimator, with and without gradient checkpointing. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuplan.core.memory import estimate_memory
+from gpuplan.core.params import count_params
+from gpuplan.core.search import grow_arch
+from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.plan import FitLimit
+from gpuplan.schema.project import Layout, Workload
+
+MAX_BATCH = 1 << 16
+MAX_TOKENS = 1 << 22  # 4M tokens
+
+
+def _largest_int(fits: Callable[[int], bool], hi: int) -> int | None:
+    """The largest k in [1, hi] with fits(k), assuming fits is monotone (True then False)."""
+    if not fits(1):
+        return None
+    lo = 1
+    k = 2
+    while k <= hi and fits(k):
+        lo, k = k, k * 2
+    hi = min(k, hi + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int, table: ActivationTable,
+               oh: Overheads) -> list[FitLimit]:
+    training = w.task != "inference"
+    out: list[FitLimit] = []
+    mem_gpus = gpus if training else lay.tp * lay.pp
+
+    def dev(a: ModelArch, ww: Workload) -> int:
+        return estimate_memory(a, count_params(a), ww, lay, mem_gpus, table, oh).device_bytes
+
+    for ckpt in ((False, True) if training and arch.kind != "cnn" else (None,)):
+        base = w.model_copy(update={"gradient_checkpointing": bool(ckpt)}) if training else w
+        # the global batch stays a multiple of the micro-batch: drop it while searching the micro-batch
+        setting = "micro_batch_size" if training else "batch_size"
+        best = _largest_int(lambda k: dev(arch, base.model_copy(update={setting: k, "global_batch_size": None}))
+                            <= usable, MAX_BATCH)
+        out.append(FitLimit(setting=setting, gradient_checkpointing=ckpt, largest=best))
+        if arch.kind not in ("vit", "cnn"):
+            key = "sequence_length" if training else "context_length"
+            best = _largest_int(lambda k: dev(arch, base.model_copy(update={key: k})) <= usable, MAX_TOKENS)
+            note = None
+            if best and arch.max_position_embeddings and best > arch.max_position_embeddings:
+                note = (f"beyond the model's {arch.max_position_embeddings:,} positions: memory allows it, the "
+                        "model needs context extension (RoPE scaling) to use it")
+            out.append(FitLimit(setting=key, gradient_checkpointing=ckpt, largest=best, note=note))
+        # model scale: depth multiplier in steps of 1/num_layers (one layer at a time)
+        layers = arch.num_layers
+
+        def fits_layers(k: int) -> bool:
+            return dev(grow_arch(arch, k / layers) if k >= layers else arch.model_copy(
+                update={"num_layers": k}), base) <= usable
+
+        best_layers = _largest_int(fits_layers, layers * 64)
+        if best_layers is None:
+            out.append(FitLimit(setting="model_scale", gradient_checkpointing=ckpt, largest=None,
+                                note="not even one layer fits"))
+        else:
+            grown = grow_arch(arch, best_layers / layers) if best_layers >= layers else \
+                arch.model_copy(update={"num_layers": best_layers})
+            out.append(FitLimit(setting="model_scale", gradient_checkpointing=ckpt, largest=best_layers / layers,
+                                parameters=count_params(grown).total, device_bytes_at_largest=dev(grown, base),
+                                note=f"{best_layers} layers of the model's width (it has {layers})"))
+    return out
+
+
+__all__ = ["fit_limits"]

@@ -1,0 +1,503 @@
+"""The search behind `gpuplan plan`: GPU type x GPUs per server x servers x layout, kept when they fit (with the
+memory headroom and the growth the project plans) and meet the deadline and budget, ranked by the objective.
+
+Pure: the inputs are the project, its resolved architecture, the catalog and the assumptions; no I/O.
+Memory does not depend on the GPU type, only its capacity does, so each (GPU count, layout, micro-batch,
+recomputation) is estimated once and compared with every GPU; the speed model then runs for the few most
+promising layouts that fit each GPU (no recomputation, large micro-batches, little sharding first).
+Time: O(GPU types x server shapes x a constant), linear in the catalog.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from gpuplan.catalog.hardware import Catalog
+from gpuplan.core.memory import estimate_memory, resolve
+from gpuplan.core.params import ParamCount, count_params
+from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
+from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
+from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.plan import Candidate, PlanStats, Rejected, ServerNeeds, ServerSpec
+from gpuplan.schema.project import Layout, Project, Workload
+from gpuplan.schema.result import MemoryOut
+from gpuplan.schema.speed import SpeedModel
+from gpuplan.units import GIB
+
+SERVER_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+PER_SERVER = (1, 2, 4, 8)
+#: layouts timed per (GPU, server shape): the most promising by the proxy order
+TIMED_PER_SHAPE = 6
+
+
+@dataclass(frozen=True)
+class Config:
+    """A way to run the workload on n GPUs (GPU-type independent)."""
+
+    n: int
+    layout: Layout
+    workload: Workload
+    device_bytes: int
+
+    @property
+    def key(self) -> tuple:  # type: ignore[type-arg]
+        w = self.workload
+        return (self.n, self.layout.zero, self.layout.tp, self.layout.pp, self.layout.offload,
+                w.gradient_checkpointing, w.micro_batch_size if w.task != "inference" else w.batch_size)
+
+
+@dataclass
+class SearchInputs:
+    project: Project
+    arch: ModelArch
+    grown_arch: ModelArch
+    catalog: Catalog
+    speed: SpeedModel
+    table: ActivationTable
+    overheads: Overheads
+    #: builds the server around a candidate: (spec or None, reason)
+    build_server: Callable[[ServerNeeds], tuple[ServerSpec | None, str | None]]
+    #: USD -> the budget's currency
+    usd_to_budget: float = 1.0
+    #: reference rental price per GPU-hour (USD), by GPU id
+    rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+
+
+def grow_arch(arch: ModelArch, scale: float) -> ModelArch:
+    """The model grown `scale` times by depth (parameters and activations scale with the layers)."""
+    if scale <= 1.0:
+        return arch
+    def up(n: int) -> int:
+        return max(math.ceil(n * scale - 1e-9), n)
+
+    upd: dict[str, int] = {"num_layers": up(arch.num_layers)}
+    if arch.num_decoder_layers:
+        upd["num_decoder_layers"] = up(arch.num_decoder_layers)
+    if arch.moe is not None:
+        upd_moe = arch.moe.model_copy(update={"moe_layers": up(arch.moe.moe_layers)})
+        return arch.model_copy(update={**upd, "moe": upd_moe})
+    return arch.model_copy(update=upd)
+
+
+def grown_workload(w: Workload, p: Project, arch: ModelArch) -> Workload:
+    g = p.growth
+    if g is None:
+        return w
+    upd: dict[str, object] = {}
+    if g.context_scale > 1:
+        if w.task == "inference":
+            base = w.context_length or w.sequence_length or resolve(arch, w).seq
+            upd["context_length"] = math.ceil(base * g.context_scale)
+        elif arch.kind not in ("vit", "cnn"):
+            upd["sequence_length"] = math.ceil(resolve(arch, w).seq * g.context_scale)
+    if g.users_scale > 1 and w.task == "inference":
+        upd["batch_size"] = math.ceil(w.batch_size * g.users_scale)
+    return w.model_copy(update=upd) if upd else w
+
+
+def global_batch(p: Project) -> tuple[int, str]:
+    """Sequences per optimizer step, the training recipe every candidate keeps."""
+    w = p.workload
+    if w.global_batch_size:
+        return w.global_batch_size, "workload.global_batch_size"
+    if p.hardware and p.hardware.gpus > 1:
+        return w.micro_batch_size * p.hardware.gpus, "workload.micro_batch_size x hardware.gpus"
+    return w.micro_batch_size * 8, "workload.micro_batch_size x 8 (no global_batch_size given: an 8-GPU node's batch)"
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int, gbs: int,
+                     table: ActivationTable, oh: Overheads) -> list[Config]:
+    """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch."""
+    out: list[Config] = []
+    layers = arch.num_layers + arch.num_decoder_layers
+    for tp in _pow2_upto(min(per_server, 8)):
+        if arch.kind in ("cnn",) and tp > 1:
+            continue
+        if tp > 1 and arch.num_heads % tp:
+            continue
+        for pp in _pow2_upto(min(8, n // tp)):
+            if pp > 1 and (layers < 2 * pp or arch.kind != "decoder"):
+                continue
+            if n % (tp * pp):
+                continue
+            dp = n // (tp * pp)
+            if dp > gbs:
+                continue
+            share = gbs // dp
+            for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
+                for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
+                    for mbs in _pow2_upto(min(share, 64)):
+                        if share % mbs:
+                            continue
+                        trial = w.model_copy(update={"micro_batch_size": mbs, "global_batch_size": mbs * dp * (share // mbs),
+                                                     "gradient_checkpointing": ckpt})
+                        lay = Layout(zero=zero, tp=tp, pp=pp)
+                        mem = estimate_memory(arch, p, trial, lay, n, table, oh)
+                        out.append(Config(n=n, layout=lay, workload=trial, device_bytes=mem.device_bytes))
+    return out
+
+
+def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int,
+                      table: ActivationTable, oh: Overheads) -> list[Config]:
+    out: list[Config] = []
+    for tp in _pow2_upto(min(per_server, 8)):
+        if n % tp or (tp > 1 and arch.num_heads % tp):
+            continue
+        replicas = n // tp
+        batch = max(math.ceil(w.batch_size / replicas), 1)
+        trial = w.model_copy(update={"batch_size": batch})
+        lay = Layout(tp=tp)
+        mem = estimate_memory(arch, p, trial, lay, tp, table, oh)
+        out.append(Config(n=n, layout=lay, workload=trial, device_bytes=mem.device_bytes))
+    return out
+
+
+def _proxy(c: Config) -> tuple:  # type: ignore[type-arg]
+    """Order to time layouts in: no recomputation, little model parallelism, low ZeRO, big micro-batches."""
+    lay, w = c.layout, c.workload
+    return (w.gradient_checkpointing, lay.tp * lay.pp, lay.zero, -(w.micro_batch_size or 1))
+
+
+def max_gpus_per_server(gpu: Gpu, catalog: Catalog) -> int:
+    best = 0
+    for pl in catalog.platforms.rows.values():
+        if gpu.form_factor not in pl.gpu_form_factors or gpu.tdp_w > pl.gpu_max_tdp_w:
+            continue
+        if pl.compatible_gpu_ids and gpu.id not in pl.compatible_gpu_ids:
+            continue
+        if gpu.slot_width and pl.gpu_max_slot_width and gpu.slot_width > pl.gpu_max_slot_width:
+            continue
+        best = max(best, pl.gpu_slots)
+    return best
+
+
+def allowed_gpus(inp: SearchInputs, rejected: list[Rejected]) -> list[Gpu]:
+    cons = inp.project.constraints
+    table = inp.catalog.gpus
+    rows: Iterable[Gpu]
+    if cons and cons.gpus:
+        rows = [table.find(name, ["constraints", "gpus", i]) for i, name in enumerate(cons.gpus)]
+    else:
+        rows = table.rows.values()
+    excluded = {table.find(name, ["constraints", "exclude_gpus", i]).id
+                for i, name in enumerate(cons.exclude_gpus if cons else [])}
+    out = []
+    production = inp.project.goals is not None and inp.project.goals.purpose == "production"
+    for g in rows:
+        if g.id in excluded:
+            continue
+        if cons and cons.datacenter_only and g.market_class != "datacenter":
+            rejected.append(Rejected(gpu_id=g.id, gpus_per_server=0, servers=0,
+                                     reason=f"{g.market_class} card: constraints.datacenter_only"))
+            continue
+        if production and g.market_class == "consumer":
+            rejected.append(Rejected(gpu_id=g.id, gpus_per_server=0, servers=0,
+                                     reason="consumer card in production: the GeForce driver licence excludes "
+                                            "datacenter deployment, no ECC, no 24/7 support"))
+            continue
+        out.append(g)
+    return out
+
+
+def _memory_out(m: MemoryEstimate, cap: int) -> MemoryOut:
+    bd = m.breakdown
+    return MemoryOut(**bd.model_dump(), peak_tensor_bytes=m.peak_tensor_bytes, reserved_bytes=m.reserved_bytes,
+                     device_bytes=m.device_bytes, peak_phase=m.peak_phase, phase_peaks_bytes=m.phase_peaks_bytes,
+                     dominant=m.dominant, fits=m.device_bytes <= cap, headroom_bytes=cap - m.device_bytes)
+
+
+def training_tokens(p: Project, tok_sample: int) -> float | None:
+    w, d = p.workload, p.data
+    if w.tokens:
+        return w.tokens
+    if w.epochs and d and d.samples:
+        return w.epochs * d.samples * tok_sample
+    return None
+
+
+def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rejected], PlanStats]:
+    t0 = time.perf_counter()
+    proj, arch = inp.project, inp.arch
+    w = proj.workload
+    training = w.task != "inference"
+    p = count_params(arch)
+    p_grown = count_params(inp.grown_arch)
+    w_grown = grown_workload(w, proj, arch)
+    cons = proj.constraints
+    headroom = cons.memory_headroom if cons else 0.10
+    rejected: list[Rejected] = []
+    gpus = allowed_gpus(inp, rejected)
+    gbs, _ = global_batch(proj)
+    tok_sample = tokens_per_sample(arch, w)
+    tokens = training_tokens(proj, tok_sample) if training else None
+    deadline_h = proj.goals.deadline_days * 24 if proj.goals and proj.goals.deadline_days else None
+    budget = proj.goals.budget if proj.goals else None
+    horizon = proj.growth.horizon_months if proj.growth else 36
+    modality = proj.data.modality if proj.data else "text"
+    dataset_bytes = (proj.data.size_gb * 1e9 if proj.data and proj.data.size_gb else 0.0) * \
+        (proj.growth.data_scale if proj.growth else 1.0)
+
+    configs: dict[tuple[int, int], list[Config]] = {}
+    grown_dev: dict[tuple, int] = {}  # type: ignore[type-arg]
+    evaluated = 0
+
+    def configs_for(n: int, per_server: int) -> list[Config]:
+        nonlocal evaluated
+        key = (n, min(per_server, 8))
+        if key not in configs:
+            cs = (training_configs(arch, p, w, n, per_server, gbs, inp.table, inp.overheads) if training
+                  else inference_configs(arch, p, w, n, per_server, inp.table, inp.overheads))
+            evaluated += len(cs)
+            configs[key] = sorted(cs, key=_proxy)
+        return configs[key]
+
+    def grown_device(c: Config) -> int:
+        if c.key not in grown_dev:
+            gw = grown_workload(c.workload, proj, arch) if training else c.workload.model_copy(
+                update={"batch_size": max(math.ceil(w_grown.batch_size / (c.n // c.layout.tp)), 1),
+                        "context_length": w_grown.context_length})
+            m = estimate_memory(inp.grown_arch, p_grown, gw, c.layout, c.n if training else c.layout.tp, inp.table,
+                                inp.overheads)
+            grown_dev[c.key] = m.device_bytes
+        return grown_dev[c.key]
+
+    candidates: list[Candidate] = []
+    timed = 0
+    for gpu in gpus:
+        max_ps = max_gpus_per_server(gpu, inp.catalog)
+        if cons and cons.max_gpus_per_server:
+            max_ps = min(max_ps, cons.max_gpus_per_server)
+        if max_ps == 0:
+            rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=0, servers=0,
+                                     reason=f"no platform in the catalog takes {gpu.form_factor} {gpu.name} cards"))
+            continue
+        cap = int(gpu.memory_gib * GIB)
+        usable = int(cap * (1 - headroom))
+        shapes = [(ps, 1) for ps in PER_SERVER if ps <= max_ps]
+        if max_ps >= 72:
+            shapes.append((72, 1))
+        top = max(ps for ps, _ in shapes)
+        max_servers = cons.max_servers if cons and cons.max_servers else SERVER_COUNTS[-1]
+        # more servers only while the job does not fit or misses the deadline on fewer (one doubling more
+        # when time is the objective): a bigger cluster at the same GPU-hours is not a server to get
+        more = [(top, s) for s in SERVER_COUNTS[1:] if s <= max_servers and (training or s <= 4)]
+        best_fail: list[tuple[int, int, int]] = []  # smallest device bytes seen that did not fit
+
+        def evaluate(ps: int, servers: int) -> None:
+            nonlocal timed
+            n = ps * servers
+            cs = configs_for(n, ps)
+            fitting = [c for c in cs if c.device_bytes <= usable]
+            if not fitting:
+                smallest = min((c.device_bytes for c in cs), default=None)
+                if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
+                    best_fail[:] = [(smallest, ps, servers)]
+                return
+            grown_ok = [c for c in fitting[:4 * TIMED_PER_SHAPE] if grown_device(c) <= usable]
+            if not grown_ok:
+                g0 = min(grown_device(c) for c in fitting[:4 * TIMED_PER_SHAPE])
+                rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
+                                         reason=f"fits today, not after the planned growth: {g0 / GIB:,.1f} GiB per "
+                                                f"GPU against {usable / GIB:,.1f} GiB usable"))
+                return
+            best: tuple[float, Config, object] | None = None
+            for c in grown_ok[:TIMED_PER_SHAPE]:
+                timed += 1
+                if training:
+                    r = estimate_training_speed(arch, p, c.workload, c.layout, n, gpu, inp.speed, inp.table,
+                                                trainable=_trainable(arch, p, c.workload), total_tokens=tokens,
+                                                gpus_per_node=ps)
+                    assert r.time is not None
+                    metric = (r.time.wall_hours if r.time.wall_hours is not None
+                              else 1e9 / r.time.tokens_per_s / 3600)
+                else:
+                    r = estimate_inference_speed(arch, p, c.workload, c.layout, n, gpu, inp.speed, gpus_per_node=ps)
+                    assert r.inference is not None
+                    metric = r.inference.request_latency_s
+                if best is None or metric < best[0]:
+                    best = (metric, c, r)
+            assert best is not None
+            metric, c, r = best
+            gen = inp.speed.generations[gpu.generation]
+            if gen.basis == "prior":  # no published runs calibrate this generation: rank at its slow end
+                metric /= inp.speed.params.range_low
+            cand = _candidate(inp, gpu, ps, servers, c, r, metric, grown_device(c), cap, usable, training, modality,
+                              dataset_bytes, horizon, budget, deadline_h, rejected)
+            if cand is not None:
+                candidates.append(cand)
+
+        for ps, servers in shapes:
+            evaluate(ps, servers)
+        extra = 1 if objective == "time" else 0
+        for ps, servers in more:
+            if any(cd.gpu_id == gpu.id for cd in candidates):
+                if extra == 0:
+                    break
+                extra -= 1
+            evaluate(ps, servers)
+        if best_fail and not any(cd.gpu_id == gpu.id for cd in candidates) and \
+                not any(rj.gpu_id == gpu.id for rj in rejected):
+            dev, ps, servers = best_fail[0]
+            rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
+                                     reason=f"does not fit: needs {dev / GIB:,.1f} GiB per GPU at best on {ps * servers}"
+                                            f" GPUs, {usable / GIB:,.1f} GiB usable ({gpu.memory_gib:g} GiB less "
+                                            f"{headroom:.0%} headroom)"))
+    ranked = rank(candidates, objective)
+    stats = PlanStats(candidates_evaluated=evaluated + timed, search_seconds=time.perf_counter() - t0,
+                      gpu_types=len(gpus))
+    return ranked, rejected, stats
+
+
+def _trainable(arch: ModelArch, p: ParamCount, w: Workload) -> int:
+    if w.task in ("lora", "qlora"):
+        from gpuplan.core.lora import lora_params
+        from gpuplan.schema.project import LoraSpec
+
+        spec = w.lora or LoraSpec()
+        return lora_params(arch, spec.rank, spec.targets)
+    return p.total
+
+
+def _candidate(inp: SearchInputs, gpu: Gpu, ps: int, servers: int, c: Config, r: object, metric: float, grown: int,
+               cap: int, usable: int, training: bool, modality: str, dataset_bytes: float, horizon: int,
+               budget: object, deadline_h: float | None, rejected: list[Rejected]) -> Candidate | None:
+    from gpuplan.schema.speed import SpeedResult
+
+    assert isinstance(r, SpeedResult)
+    proj, arch = inp.project, inp.arch
+    p = count_params(arch)
+    lay, w = c.layout, c.workload
+    mem = estimate_memory(arch, p, w, lay, c.n if training else lay.tp, inp.table, inp.overheads)
+    weights_b = p.total * 2
+    ckpt_b = weights_b + (p.total * 12 if w.task in ("pretrain", "full-finetune") else _trainable(arch, p, w) * 12)
+    read_rate = 0.0
+    if training and r.time is not None:
+        # bytes per token on disk: pre-tokenized text about 4 bytes (2 for uint16 ids); images their encoded size
+        per_sample = dataset_bytes / proj.data.samples if proj.data and proj.data.samples and dataset_bytes else 0.0
+        tok = tokens_per_sample(arch, w)
+        read_rate = (r.time.tokens_per_s / servers) * (per_sample / tok if per_sample else 4.0)
+    needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=modality,
+                        purpose=proj.goals.purpose if proj.goals else "experiment", dataset_bytes=dataset_bytes,
+                        checkpoint_bytes=ckpt_b, weights_bytes=weights_b,
+                        offload_bytes=0.0, data_read_bytes_per_s=read_rate, tensor_parallel=lay.tp,
+                        multi_node=servers > 1 and training)
+    spec, why = inp.build_server(needs)
+    if spec is None:
+        rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, reason=why or "no server"))
+        return None
+    price = None if spec.price_usd is None else spec.price_usd * servers  # each server carries its network share
+    reasons: list[str] = []
+    rate = inp.rent_per_gpu_hour.get(gpu.id)
+    rent = None
+    if rate is not None:
+        if training and r.time is not None and r.time.gpu_hours is not None:
+            rent = r.time.gpu_hours * rate
+        elif not training:
+            rent = c.n * rate * 730.0 * horizon
+    options = [(v, k) for v, k in ((price, "buy"), (rent, "rent")) if v is not None]
+    cost, basis = min(options) if options else (None, None)
+    time_h = latency = None
+    if training:
+        time_h = metric
+        if deadline_h is not None and r.time is not None and r.time.wall_hours is not None and metric > deadline_h:
+            rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
+                                     reason=f"misses the deadline: {metric / 24:,.1f} days against "
+                                            f"{deadline_h / 24:g}"))
+            return None
+    else:
+        latency = metric
+        target = proj.workload.target_latency_s
+        if target and metric > target:
+            rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
+                                     reason=f"misses the latency target: {metric:,.1f} s per request against "
+                                            f"{target:g} s"))
+            return None
+    if budget is not None and cost is None:
+        rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
+                                 reason="no purchase or rental price in the catalog to check against goals.budget "
+                                        "(add one with --catalog)"))
+        return None
+    if budget is not None and cost is not None:
+        from gpuplan.schema.project import Budget
+
+        assert isinstance(budget, Budget)
+        local = cost * inp.usd_to_budget
+        limit = budget.amount if budget.period == "total" else budget.amount * horizon
+        if local > limit:
+            what = "to buy" if basis == "buy" else ("to rent for the run" if training else
+                                                    f"to rent for {horizon} months")
+            rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
+                                     reason=f"over budget: {local:,.0f} {budget.currency} {what} (the cheaper of "
+                                            f"buying and renting), budget {limit:,.0f} {budget.currency}"
+                                            + (f" ({budget.amount:,.0f}/month x {horizon} months)"
+                                               if budget.period == "monthly" else "")))
+            return None
+    layout: dict[str, int | str | bool] = {"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload}
+    if training:
+        layout.update(dp=c.n // (lay.tp * lay.pp), gradient_checkpointing=w.gradient_checkpointing,
+                      micro_batch_size=w.micro_batch_size, global_batch_size=w.global_batch_size or 0)
+    else:
+        layout.update(replicas=c.n // lay.tp, batch_per_replica=w.batch_size)
+    reasons.append(f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {cap / GIB:,.1f} ({usable / GIB:,.1f} usable); "
+                   f"{grown / GIB:,.1f} GiB after the planned growth")
+    if inp.speed.generations[gpu.generation].basis == "prior":
+        reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
+                       "the range")
+    if cost is not None:
+        reasons.append(f"cost {'to buy' if basis == 'buy' else 'to rent'}: ${cost:,.0f}"
+                       + (f" (buying: ${price:,.0f})" if basis == "rent" and price is not None else "")
+                       + (f" (renting: ${rent:,.0f})" if basis == "buy" and rent is not None else ""))
+    return Candidate(
+        gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=ps, servers=servers, layout=layout,
+        memory=_memory_out(mem, cap), time=r.time, inference=r.inference, server=spec,
+        fits=mem.device_bytes <= usable, fits_with_growth=grown <= usable, grown_device_bytes=grown,
+        price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis, time_hours=time_h,
+        request_latency_s=latency, score=0.0, reasons=reasons,
+    )
+
+
+def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
+    """Score (lower is better) by the objective, mark the Pareto front of cost vs time, sort. Cost is the cheaper
+    of buying and renting; a candidate without any price ranks after the priced ones."""
+    if not cands:
+        return []
+
+    def t(c: Candidate) -> float:
+        return c.time_hours if c.time_hours is not None else (c.request_latency_s or math.inf)
+
+    priced = [c.cost_usd for c in cands if c.cost_usd is not None]
+    p_min = min(priced) if priced else 1.0
+    t_min = min(t(c) for c in cands) or 1e-9
+    out = []
+    for c in cands:
+        price = c.cost_usd if c.cost_usd is not None else math.inf
+        if objective == "cost":
+            # costs within 10% are the same cost: then fewer GPUs (a simpler machine), then time
+            bucket = math.floor(math.log(price / p_min) / math.log(1.1)) if math.isfinite(price) else 10**6
+            n = c.gpus_per_server * c.servers
+            score = bucket + 1e-2 * math.log2(n) + 1e-4 * t(c) / t_min
+        elif objective == "time":
+            score = t(c) / t_min + 1e-3 * (price / p_min if math.isfinite(price) else 1e3)
+        else:  # balanced: geometric mean of the two ratios
+            score = math.sqrt((price / p_min) * (t(c) / t_min)) if math.isfinite(price) else math.inf
+        dominated = any((o.cost_usd or math.inf) <= price and t(o) <= t(c) and
+                        ((o.cost_usd or math.inf) < price or t(o) < t(c)) for o in cands)
+        out.append(c.model_copy(update={"score": score, "pareto": not dominated}))
+    return sorted(out, key=lambda c: (c.score, t(c)))
+
+
+__all__ = ["Config", "SearchInputs", "global_batch", "grow_arch", "grown_workload", "inference_configs",
+           "max_gpus_per_server", "rank", "search", "training_configs", "training_tokens"]

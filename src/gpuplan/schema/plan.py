@@ -1,0 +1,175 @@
+"""What `gpuplan plan` returns: candidate servers for a project, the recommendation, what was rejected and
+why, and the decision checklist. JSON keys carry their units."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.schema.estimate import Note
+from gpuplan.schema.result import MemoryOut
+from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
+
+Verdict = Literal["pass", "warn", "fail", "not evaluated"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ServerNeeds(_Out):
+    """What one server must carry, from the project and the candidate (inputs of `core.server.build_server`)."""
+
+    gpu_id: str
+    gpus_per_server: int
+    servers: int
+    #: text | image | audio | video | tabular (workload's data pipeline)
+    modality: str
+    purpose: Literal["experiment", "production"]
+    #: bytes of the dataset on local NVMe (each server keeps a copy)
+    dataset_bytes: float
+    #: bytes of one checkpoint (weights + optimizer state) of the whole model, and of the weights alone
+    checkpoint_bytes: float
+    weights_bytes: float
+    #: host RAM the layout's CPU offload needs on this server
+    offload_bytes: float = 0.0
+    #: bytes per second the server's GPUs consume from storage during training (0 for inference)
+    data_read_bytes_per_s: float = 0.0
+    #: tensor parallelism spans GPUs (needs a fast GPU-to-GPU link)
+    tensor_parallel: int = 1
+    #: the training is data-parallel across servers (needs a cluster network)
+    multi_node: bool = False
+
+
+class ServerSpec(_Out):
+    """One balanced server; every figure comes with the rule and inputs that produced it in `reasons`."""
+
+    platform_id: str
+    platform_name: str
+    gpu_id: str
+    gpus: int
+    cpu_id: str
+    cpu_model: str
+    cpu_sockets: int
+    cpu_cores: int
+    ram_bytes: int
+    storage_bytes: int
+    drive_id: str
+    drives: int
+    storage_read_gb_s: float
+    nic_id: str | None
+    nics: int
+    network_gbit_s: float
+    pcie_lanes_needed: int
+    pcie_lanes_available: int
+    power_w: float
+    psu_w: float | None
+    cooling_btu_h: float
+    cooling: str
+    rack_units: int | None
+    #: purchase price estimate of the server in USD, None when a GPU price is not in the catalog
+    price_usd: float | None
+    reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Candidate(_Out):
+    gpu_id: str
+    gpu_name: str
+    gpus_per_server: int
+    servers: int
+    #: zero, tp, pp, dp, offload, gradient_checkpointing, micro_batch_size (inference: tp, replicas)
+    layout: dict[str, int | str | bool]
+    memory: MemoryOut
+    #: training: as in `estimate`
+    time: TimeEstimate | None = None
+    #: inference: as in `estimate`
+    inference: InferenceSpeed | None = None
+    server: ServerSpec
+    fits: bool
+    #: fits with the growth the project plans (growth.model_scale, context_scale, users_scale)
+    fits_with_growth: bool
+    #: the device total after growth, per GPU
+    grown_device_bytes: int
+    #: purchase price of all servers, USD (None when a price is missing)
+    price_usd: float | None
+    #: renting the same GPUs: for the run (training) or over growth.horizon_months (inference), USD
+    rent_usd: float | None = None
+    #: the cheaper of the two, and which ("buy" or "rent"): what the budget and the cost objective use
+    cost_usd: float | None = None
+    cost_basis: Literal["buy", "rent"] | None = None
+    #: training: wall hours of the run (of 1e9 tokens when the project gives no length)
+    time_hours: float | None
+    #: inference: seconds a request takes, prompt to last token
+    request_latency_s: float | None = None
+    #: lower is better, by the objective
+    score: float
+    pareto: bool = False
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Rejected(_Out):
+    gpu_id: str
+    gpus_per_server: int
+    servers: int
+    reason: str
+
+
+class ChecklistItem(_Out):
+    item: str
+    verdict: Verdict
+    reasons: list[str]
+
+
+class FaqAnswer(_Out):
+    question: str
+    answer: str
+    reasons: list[str] = Field(default_factory=list)
+
+
+class PlanStats(_Out):
+    candidates_evaluated: int
+    search_seconds: float
+    gpu_types: int
+
+
+class PlanResult(_Out):
+    project: str
+    objective: Literal["cost", "time", "balanced"]
+    recommendation: Candidate | None
+    candidates: list[Candidate]
+    rejected: list[Rejected]
+    checklist: list[ChecklistItem]
+    faq: list[FaqAnswer] = Field(default_factory=list)
+    stats: PlanStats
+    notes: list[Note] = Field(default_factory=list)
+
+
+__all__ = ["Candidate", "ChecklistItem", "FaqAnswer", "PlanResult", "PlanStats", "Rejected", "ServerNeeds",
+           "ServerSpec", "Verdict"]
+
+
+class FitLimit(_Out):
+    """The largest value of one setting that still fits, the others as the project gives them."""
+
+    setting: Literal["micro_batch_size", "sequence_length", "context_length", "batch_size", "model_scale"]
+    gradient_checkpointing: bool | None
+    #: None: not even the smallest value fits
+    largest: float | None
+    #: for model_scale: the parameters of the largest model
+    parameters: int | None = None
+    device_bytes_at_largest: int | None = None
+    note: str | None = None
+
+
+class FitResult(_Out):
+    project: str
+    gpu_id: str
+    gpus: int
+    layout: dict[str, int | str]
+    usable_bytes: int
+    limits: list[FitLimit]
+
+
+__all__ += ["FitLimit", "FitResult"]
