@@ -296,7 +296,8 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
         more = [(top, s) for s in SERVER_COUNTS[1:] if s <= max_servers and (training or s <= 4)]
         best_fail: list[tuple[int, int, int]] = []  # smallest device bytes seen that did not fit
 
-        def evaluate(ps: int, servers: int) -> None:
+        def evaluate(ps: int, servers: int) -> str:
+            """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
             nonlocal timed
             n = ps * servers
             cs = configs_for(n, ps)
@@ -305,14 +306,14 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
                 smallest = min((c.device_bytes for c in cs), default=None)
                 if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
                     best_fail[:] = [(smallest, ps, servers)]
-                return
+                return "no-fit"
             grown_ok = [c for c in fitting[:4 * TIMED_PER_SHAPE] if grown_device(c) <= usable]
             if not grown_ok:
                 g0 = min(grown_device(c) for c in fitting[:4 * TIMED_PER_SHAPE])
                 rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
                                          reason=f"fits today, not after the planned growth: {g0 / GIB:,.1f} GiB per "
                                                 f"GPU against {usable / GIB:,.1f} GiB usable"))
-                return
+                return "no-fit"
             best: tuple[float, Config, object] | None = None
             for c in grown_ok[:TIMED_PER_SHAPE]:
                 timed += 1
@@ -334,20 +335,26 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
             gen = inp.speed.generations[gpu.generation]
             if gen.basis == "prior":  # no published runs calibrate this generation: rank at its slow end
                 metric /= inp.speed.params.range_low
+            before = len(rejected)
             cand = _candidate(inp, gpu, ps, servers, c, r, metric, grown_device(c), cap, usable, training, modality,
                               dataset_bytes, horizon, budget, deadline_h, rejected)
             if cand is not None:
                 candidates.append(cand)
+                return "ok"
+            return "deadline" if len(rejected) > before and "deadline" in rejected[-1].reason else "other"
 
+        status = "other"
         for ps, servers in shapes:
-            evaluate(ps, servers)
+            status = evaluate(ps, servers)
         extra = 1 if objective == "time" else 0
         for ps, servers in more:
             if any(cd.gpu_id == gpu.id for cd in candidates):
                 if extra == 0:
                     break
                 extra -= 1
-            evaluate(ps, servers)
+            elif status == "other":  # over budget, no price, no platform: more servers will not help
+                break
+            status = evaluate(ps, servers)
         if best_fail and not any(cd.gpu_id == gpu.id for cd in candidates) and \
                 not any(rj.gpu_id == gpu.id for rj in rejected):
             dev, ps, servers = best_fail[0]

@@ -8,7 +8,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
-from gpuplan.schema.plan import Candidate, FitResult, PlanResult
+from gpuplan.schema.plan import Candidate, FitResult, PlanResult, Rejected
 from gpuplan.units import GIB
 
 VERDICT = {"pass": "[green]pass[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]",
@@ -81,16 +81,24 @@ def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
     if faq:
         blocks.append("\n".join(faq))
     if result.rejected:
-        seen: set[str] = set()
-        lines = []
+        # GPUs with no candidate at all, each with the reason of its largest shape tried (the smaller ones
+        # usually fail for a reason the larger one removes)
+        chosen = {c.gpu_id for c in result.candidates}
+        last: dict[str, Rejected] = {}
         for r in result.rejected:
-            if r.gpu_id in seen:
+            if r.gpu_id in chosen:
                 continue
-            seen.add(r.gpu_id)
-            shape = f" x{r.gpus_per_server}" + (f" x {r.servers} servers" if r.servers > 1 else "") if r.gpus_per_server else ""
+            prev = last.get(r.gpu_id)
+            if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
+                last[r.gpu_id] = r
+        lines = []
+        for r in last.values():
+            shape = (f" {r.gpus_per_server} per server" + (f" x {r.servers} servers" if r.servers > 1 else "")
+                     if r.gpus_per_server else "")
             lines.append(f"✗ {r.gpu_id}{shape}: {r.reason}")
-        blocks.append("Not chosen (first reason per GPU):\n" + "\n".join(lines[:12])
-                      + (f"\n… {len(lines) - 12} more (--format json)" if len(lines) > 12 else ""))
+        if lines:
+            blocks.append("GPUs not chosen, and why:\n" + "\n".join(lines[:12])
+                          + (f"\n… {len(lines) - 12} more (--format json)" if len(lines) > 12 else ""))
     for n in result.notes:
         blocks.append(f"· {n.message}")
     st = result.stats
