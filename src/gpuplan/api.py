@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ from gpuplan.core.params import count_params
 from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InfeasibleError, InputError
 from gpuplan.schema.estimate import Note
-from gpuplan.schema.plan import FitResult, PlanResult, Rejected
-from gpuplan.schema.project import Constraints, Hardware, Layout, Project
+from gpuplan.schema.plan import Candidate, FitResult, PlanResult, Rejected
+from gpuplan.schema.project import Constraints, Deployment, Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, MemoryOut, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
@@ -151,7 +152,7 @@ def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None)
 
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
          headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
-         catalog_files: Sequence[str | Path] = ()) -> PlanResult:
+         catalog_files: Sequence[str | Path] = (), price_files: Sequence[str | Path] = ()) -> PlanResult:
     """The servers to get for a project: candidates that fit (with headroom and planned growth) and meet the
     deadline and budget, ranked by the objective, with the decision checklist answered. Raises InfeasibleError
     naming the binding constraint and the gap when nothing qualifies."""
@@ -180,16 +181,19 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         project=proj, arch=arch, grown_arch=grow_arch(arch, proj.growth.model_scale if proj.growth else 1.0),
         catalog=catalog, speed=load_speed_model(), table=load_activation_table(), overheads=load_overheads(),
         build_server=partial(build_server, catalog=catalog, rules=rules), usd_to_budget=fx[currency],
-        rent_per_gpu_hour=_median_rent(),  # the server builder prices the cluster network into each server
+        # the server builder prices the cluster network into each server
+        rent_per_gpu_hour=_median_rent(price_files, list(catalog.gpus.rows)),
+        checkpoints_kept=int(rules.checkpoints_kept),
     )
     candidates, rejected, stats = search(inp, obj)
     if not candidates:
         raise InfeasibleError(_binding_constraint(proj, rejected))
-    rec = candidates[0]
+    shown = candidates[: top] if top else candidates
+    shown = _with_deployments(proj, shown, catalog, fx, currency, price_files)
+    rec = shown[0]
     host, needs = load_host_support()
     checklist = build_checklist(proj, rec, catalog, fx[currency])
     faq = build_faq(proj, rec, candidates, rejected, catalog, host, needs)
-    shown = candidates[: top] if top else candidates
     notes = list(inp.notes)
     if catalog_files:
         for kind in ("gpu", "cpu", "platform", "drive", "nic"):
@@ -199,12 +203,66 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
                       checklist=checklist, faq=faq, stats=stats, notes=notes)
 
 
-def _median_rent() -> dict[str, float]:
+def _with_deployments(proj: Project, cands: list[Candidate], catalog: Catalog, fx: dict[str, float], currency: str,
+                      price_files: Sequence[str | Path]) -> list[Candidate]:
+    """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen."""
+    from gpuplan.catalog.prices import load_prices, stale
+    from gpuplan.core.tco import Config as TcoConfig
+    from gpuplan.core.tco import Usage, choose, compare, resolve_assumptions
+
+    book = load_prices(price_files, gpu_ids=list(catalog.gpus.rows))
+    dep = proj.deployment or Deployment()
+    production = proj.goals is not None and proj.goals.purpose == "production"
+    data = {k: (a.value, f"{a.source}, {a.as_of}") for k, a in book.assumptions.items()}
+    overrides = {k: getattr(dep, k) for k in ("pue", "electricity_per_kwh", "utilization", "depreciation_years",
+                                               "residual_value_fraction", "staff_fte_per_server",
+                                               "staff_cost_per_fte_year", "colocation_per_kw_month",
+                                               "support_fraction_per_year")}
+    if currency == "EUR" and overrides["electricity_per_kwh"] is None and "electricity_eur_per_kwh" in book.assumptions:
+        eur = book.assumptions["electricity_eur_per_kwh"]  # a European budget pays European power prices
+        data["electricity_usd_per_kwh"] = (eur.value / fx["EUR"], f"{eur.source}, {eur.as_of}")
+    assumptions = resolve_assumptions(overrides, data, fx[currency], production)
+    horizon = proj.growth.horizon_months if proj.growth else 36
+    serving = proj.workload.task == "inference"
+    out = []
+    runs = max(1, math.ceil(proj.growth.data_scale)) if proj.growth else 1
+    for c in cands:
+        util = assumptions.get("utilization")
+        wall = c.time.wall_hours if c.time is not None else None
+        if not serving and wall and dep.utilization is None:
+            # training: the planned run, repeated as the data grows (growth.data_scale), over the horizon
+            util = min(1.0, runs * wall / (horizon * 730.0))
+        use = Usage(horizon_months=horizon, production=production, serving=serving,
+                    utilization=util,
+                    run_hours=c.time.wall_hours if c.time is not None else None,
+                    tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
+                    storage_bytes=c.storage_need_bytes)
+        cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
+                        price=None if c.price_usd is None else c.price_usd * fx[currency], power_w=c.server.power_w)
+        deps = compare(cfg, use, book.cloud, book.hosting, assumptions, fx, currency, list(dep.options))
+        old = [p for p in book.cloud if p.gpu_id == c.gpu_id and stale(p.as_of)]
+        old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and stale(h.as_of)]
+        if old or old_h:
+            deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
+                sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})
+                if d.option in ("cloud", "managed") else d for d in deps]
+        out.append(c.model_copy(update={"deployments": deps, "deployment": choose(deps, use)}))
+    return out
+
+
+def _median_rent(price_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None) -> dict[str, float]:
+    """Median on-demand cloud price per GPU-hour (USD) by GPU: what renting the GPUs for a run costs."""
     import statistics
 
-    from gpuplan.catalog.loader import load_rental_prices
+    from gpuplan.catalog.loader import load_fx
+    from gpuplan.catalog.prices import load_prices
 
-    return {gid: statistics.median(p.usd_per_gpu_hour for p in rows) for gid, rows in load_rental_prices().items()}
+    fx = load_fx()
+    rows: dict[str, list[float]] = {}
+    for p in load_prices(price_files, gpu_ids=gpu_ids).cloud:
+        if p.kind == "on-demand":
+            rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour / fx[p.currency])
+    return {gid: statistics.median(v) for gid, v in rows.items()}
 
 
 def _binding_constraint(proj: Project, rejected: list[Rejected]) -> str:

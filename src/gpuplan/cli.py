@@ -46,6 +46,9 @@ def _project_path(project: Path | None, example: str | None, command: str) -> Pa
 CatalogFiles = Annotated[Optional[list[Path]], typer.Option(
     "--catalog", help="A file of your own rows (TOML or YAML, same schema); a row replaces the built-in one with "
                       "the same id. Repeatable.")]
+PriceFiles = Annotated[Optional[list[Path]], typer.Option(
+    "--prices", help="A price list of your own (CSV or YAML: cloud GPU-hour prices, hosting offers), added to the "
+                     "built-in ones. Repeatable.")]
 AsJson = Annotated[bool, typer.Option("--json", help="JSON output.")]
 Where = Annotated[Optional[list[str]], typer.Option(
     "--where", help="Filter rows: FIELD=VALUE, FIELD>=NUMBER or FIELD<=NUMBER; dotted fields reach inside "
@@ -162,6 +165,7 @@ def plan(
                                                                               "(default 0.10).")] = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
     catalog: CatalogFiles = None,
+    prices: PriceFiles = None,
 ) -> None:
     """Which server to get: balanced candidates that fit, ranked, with the decision checklist answered.
     Exit 1 when nothing satisfies the project (the message names the binding constraint)."""
@@ -170,8 +174,8 @@ def plan(
         return
     try:
         path = _project_path(project, example, "plan")
-        result = api.plan(path, objective=objective.value if objective else None, headroom=headroom,
-                          catalog_files=catalog or [])
+        result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
+                          catalog_files=catalog or [], price_files=prices or [])
     except GpuplanError as exc:
         _fail(exc)
         return
@@ -181,6 +185,41 @@ def plan(
         typer.echo(render_json(result.model_copy(update={"candidates": result.candidates[:top]})))
     else:
         render_text(result, Console(), top=top)
+
+
+@app.command()
+def cost(
+    project: Annotated[Optional[Path], typer.Argument(help="Project file (YAML or JSON).")] = None,
+    example: Annotated[Optional[str], typer.Option(help="A built-in example project instead of a file.")] = None,
+    top: Annotated[int, typer.Option(min=1, help="Compare the deployments of this many candidates.")] = 1,
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    catalog: CatalogFiles = None,
+    prices: PriceFiles = None,
+) -> None:
+    """Where the recommended server lives and what it costs: buying it, managed hosting, cloud GPUs; total
+    over the horizon, per month, per run or per million tokens, and the break-even between them."""
+    try:
+        path = _project_path(project, example, "plan")
+        result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [])
+    except GpuplanError as exc:
+        _fail(exc)
+        return
+    from gpuplan.report.plan import render_costs_text, render_json
+
+    if format is Format.json:
+        import json
+
+        typer.echo(json.dumps({"project": result.project, "currency": (result.recommendation.deployment.currency
+                                                                        if result.recommendation and
+                                                                        result.recommendation.deployment else None),
+                               "candidates": [{"gpu_id": c.gpu_id, "gpus_per_server": c.gpus_per_server,
+                                               "servers": c.servers, "deployment": c.deployment and
+                                               c.deployment.model_dump(mode="json"),
+                                               "deployments": [d.model_dump(mode="json") for d in c.deployments]}
+                                              for c in result.candidates[:top]]}, indent=2))
+    else:
+        render_costs_text(result, Console(), top=top)
+    del render_json
 
 
 @app.command()

@@ -1,47 +1,35 @@
-"""Hygiene of the data the plan prices and explains with: rental prices, exchange rates, host support."""
+"""Hygiene of the data the plan prices and explains with: cloud prices, exchange rates, host support."""
 
 from __future__ import annotations
 
 import datetime
 
 from gpuplan.catalog.hardware import builtin_catalog
-from gpuplan.catalog.loader import load_fx, load_host_support, load_rental_prices
+from gpuplan.catalog.loader import load_fx, load_host_support
 from gpuplan.schema.hardware import Generation
 
 TODAY = datetime.date.today()
 
 
-def test_rental_prices_name_catalog_gpus_with_sources_and_past_dates() -> None:
+def test_cloud_on_demand_medians_rank_hopper_over_ampere_over_geforce() -> None:
+    from gpuplan.api import _median_rent
+
+    rent = _median_rent()
+    assert rent["h100-sxm-80gb"] > rent["a100-sxm-80gb"] > rent["rtx-4090-24gb"]
+
+
+def test_cloud_prices_are_per_gpu_hour_and_plausible() -> None:
+    """Per GPU-hour, not per 8-GPU instance: between 1e-5 and 1e-3 of the GPU's purchase price per hour (an H100
+    at $30k: $0.30-$30)."""
+    from gpuplan.catalog.prices import load_prices
+
     gpus = builtin_catalog().gpus.rows
-    prices = load_rental_prices()
-    assert len(prices) >= 20
-    for gid, rows in prices.items():
-        assert gid in gpus, gid
-        for row in rows:
-            assert row.source and row.provider
-            assert datetime.date(2020, 1, 1) <= row.as_of <= TODAY
-
-
-def test_rental_prices_are_per_gpu_hour_and_plausible() -> None:
-    """Per GPU-hour, not per 8-GPU instance: no datacenter GPU rents for less than a tenth of a cent per dollar
-    of its purchase price per hour, nor more than 0.1% of it (an H100 at $30k: $0.03-$30 per hour)."""
-    gpus = builtin_catalog().gpus.rows
-    for gid, rows in load_rental_prices().items():
-        price = gpus[gid].price
-        if price is None:
-            continue
-        for row in rows:
-            assert price.usd * 1e-5 < row.usd_per_gpu_hour < price.usd * 1e-3, (gid, row.provider)
-
-
-def test_hopper_rents_for_more_than_ampere() -> None:
-    prices = load_rental_prices()
-
-    def median(gid: str) -> float:
-        vals = sorted(p.usd_per_gpu_hour for p in prices[gid])
-        return vals[len(vals) // 2]
-
-    assert median("h100-sxm-80gb") > median("a100-sxm-80gb") > median("rtx-4090-24gb")
+    fx = load_fx()
+    for row in load_prices().cloud:
+        price = gpus[row.gpu_id].price
+        if price is not None:
+            usd = row.price_per_gpu_hour / fx[row.currency]
+            assert price.usd * 1e-5 < usd < price.usd * 1e-3, (row.gpu_id, row.provider)
 
 
 def test_fx_has_every_budget_currency() -> None:

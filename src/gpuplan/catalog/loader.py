@@ -139,33 +139,6 @@ def load_host_support() -> tuple[dict[str, str], dict[str, str]]:
     return out[0], out[1]
 
 
-class RentalPrice(BaseModel):
-    """A row of data/rental_prices.toml: what one provider charges per GPU-hour, on demand."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gpu_id: str
-    provider: str = Field(min_length=1)
-    usd_per_gpu_hour: float = Field(gt=0, lt=100)
-    source: str = Field(min_length=1)
-    as_of: datetime.date
-
-
-@lru_cache(maxsize=1)
-def load_rental_prices() -> dict[str, list[RentalPrice]]:
-    """Reference rental prices by GPU id (data/rental_prices.toml)."""
-    path = "gpuplan/data/rental_prices.toml"
-    data = _read_toml(_data_text("rental_prices.toml"), path)
-    out: dict[str, list[RentalPrice]] = {}
-    for i, row in enumerate(data.get("price", [])):
-        try:
-            price = RentalPrice(**row)
-        except ValidationError as exc:
-            raise _row_error(path, {"id": row.get("gpu_id", i)}, i, exc) from None
-        out.setdefault(price.gpu_id, []).append(price)
-    return out
-
-
 @lru_cache(maxsize=1)
 def load_fx() -> dict[str, float]:
     """Units of each currency per US dollar (data/fx.toml)."""
@@ -370,7 +343,7 @@ def example_path(name: str) -> Path:
     return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
 
 
-__all__ = ["ModelPreset", "RentalPrice", "ResolvedModel", "example_names", "example_path", "find_preset",
-           "load_activation_table", "load_fx", "load_host_support", "load_overheads", "load_rental_prices", "load_presets", "load_project", "load_speed_model",
+__all__ = ["ModelPreset", "ResolvedModel", "example_names", "example_path", "find_preset",
+           "load_activation_table", "load_fx", "load_host_support", "load_overheads", "load_presets", "load_project", "load_speed_model",
            "parse_project",
            "resolve_model", "translate_validation_error"]

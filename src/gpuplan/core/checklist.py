@@ -89,24 +89,43 @@ def cost_item(rec: Candidate | None, project: Project, usd_to_budget: float) -> 
     if rec is None:
         return ChecklistItem(item="Total cost", verdict="fail", reasons=["no candidate"])
     b = project.goals.budget if project.goals else None
-    training = project.workload.task != "inference"
     horizon = project.growth.horizon_months if project.growth else 36
-    reasons = [f"buying {rec.servers} server(s): {_usd(rec.price_usd)} (GPU reference prices x the server overhead "
-               "factor)",
-               f"renting the same GPUs {'for the run' if training else f'for {horizon} months'}: "
-               f"{_usd(rec.rent_usd)} (median of the reference rental prices)"]
-    if rec.cost_usd is None:
+    d = rec.deployment
+    if d is None:
+        reasons = [f"buying {rec.servers} server(s): {_usd(rec.price_usd)}; renting the GPUs: {_usd(rec.rent_usd)}"]
         return ChecklistItem(item="Total cost", verdict="warn", reasons=reasons)
-    reasons.append(f"the cheaper is to {rec.cost_basis}; electricity, hosting and staff come with the deployment "
-                   "comparison (`gpuplan cost`)")
+    dep = next(x for x in rec.deployments if x.provider == d.provider)
+    reasons = [f"{d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency} over {horizon} months, "
+               f"{d.monthly_cost:,.0f}/month"]
+    if dep.cost_per_run is not None:
+        reasons.append(f"{dep.cost_per_run:,.0f} {d.currency} per training run")
+    if dep.cost_per_million_tokens is not None:
+        reasons.append(f"{dep.cost_per_million_tokens:,.2f} {d.currency} per million tokens generated")
+    reasons += dep.assumptions
     if b is None:
         reasons.append("no budget given (goals.budget)")
         return ChecklistItem(item="Total cost", verdict="warn", reasons=reasons)
-    cost = rec.cost_usd * usd_to_budget
-    limit = b.amount if b.period == "total" else b.amount * horizon
-    reasons.append(f"{cost:,.0f} {b.currency} against a budget of {limit:,.0f} {b.currency}"
-                   + (f" ({b.amount:,.0f}/month over {horizon} months)" if b.period == "monthly" else ""))
-    return ChecklistItem(item="Total cost", verdict="pass" if cost <= limit else "fail", reasons=reasons)
+    if b.period == "total":
+        ok = d.total_cost <= b.amount
+        reasons.append(f"budget {b.amount:,.0f} {b.currency} in total")
+    else:
+        ok = d.monthly_cost <= b.amount
+        reasons.append(f"budget {b.amount:,.0f} {b.currency} per month")
+    del usd_to_budget
+    return ChecklistItem(item="Total cost", verdict="pass" if ok else "fail", reasons=reasons)
+
+
+def deployment_item(rec: Candidate | None) -> ChecklistItem:
+    if rec is None or rec.deployment is None:
+        return ChecklistItem(item="Deployment decision", verdict="not evaluated",
+                             reasons=["no price list covers this configuration (add quotes with --prices)"])
+    d = rec.deployment
+    verdict = "warn" if any("production" in r for r in d.reasons) else "pass"
+    warnings = [w for dep in rec.deployments if dep.provider == d.provider for w in dep.warnings]
+    if warnings:
+        verdict = "warn"
+    return ChecklistItem(item="Deployment decision", verdict=verdict,
+                         reasons=[f"{d.option} ({d.provider})", *d.reasons, *warnings])
 
 
 def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog,
@@ -115,10 +134,7 @@ def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog,
         vram_item(rec, project, catalog),
         synergy_item(rec),
         growth_item(rec, project, catalog),
-        ChecklistItem(item="Deployment decision", verdict="not evaluated",
-                      reasons=["on-premises vs managed hosting vs cloud is compared by `gpuplan cost` "
-                               "(deployment issue); until then the plan compares buying the servers with renting "
-                               "the GPUs, without power, hosting or staff"]),
+        deployment_item(rec),
         cost_item(rec, project, usd_to_budget),
     ]
 

@@ -65,6 +65,8 @@ class SearchInputs:
     usd_to_budget: float = 1.0
     #: reference rental price per GPU-hour (USD), by GPU id
     rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    #: checkpoints a run keeps (data/server_rules.toml)
+    checkpoints_kept: int = 3
     notes: list[Note] = field(default_factory=list)
 
 
@@ -471,6 +473,7 @@ def _candidate(inp: SearchInputs, gpu: Gpu, ps: int, servers: int, c: Config, r:
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=ps, servers=servers, layout=layout,
         memory=_memory_out(mem, cap), time=r.time, inference=r.inference, server=spec,
         fits=mem.device_bytes <= usable, fits_with_growth=grown <= usable, grown_device_bytes=grown,
+        storage_need_bytes=dataset_bytes + inp.checkpoints_kept * ckpt_b,
         price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis, time_hours=time_h,
         request_latency_s=latency, score=0.0, reasons=reasons,
     )
@@ -497,13 +500,13 @@ def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
             n = c.gpus_per_server * c.servers
             score = bucket + 1e-2 * math.log2(n) + 1e-4 * t(c) / t_min
         elif objective == "time":
-            score = t(c) / t_min + 1e-3 * (price / p_min if math.isfinite(price) else 1e3)
+            score = t(c) / t_min  # ties go to the cheaper (sort key below)
         else:  # balanced: geometric mean of the two ratios
             score = math.sqrt((price / p_min) * (t(c) / t_min)) if math.isfinite(price) else math.inf
         dominated = any((o.cost_usd or math.inf) <= price and t(o) <= t(c) and
                         ((o.cost_usd or math.inf) < price or t(o) < t(c)) for o in cands)
         out.append(c.model_copy(update={"score": score, "pareto": not dominated}))
-    return sorted(out, key=lambda c: (c.score, t(c)))
+    return sorted(out, key=lambda c: (c.score, c.cost_usd if c.cost_usd is not None else math.inf, t(c)))
 
 
 __all__ = ["Config", "SearchInputs", "global_batch", "grow_arch", "grown_workload", "inference_configs",

@@ -59,6 +59,10 @@ def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
                 f"{s.drives} x NVMe = {s.storage_bytes / 1e12:,.1f} TB at {s.storage_read_gb_s:,.1f} GB/s, "
                 f"{s.network_gbit_s:,.0f} Gb/s network, {s.power_w / 1000:,.1f} kW, {s.cooling_btu_h:,.0f} BTU/h "
                 f"({s.cooling})" + (f", {s.rack_units} U" if s.rack_units else ""))
+        if rec.deployment is not None:
+            d = rec.deployment
+            head += (f"\n[bold]Deployment[/bold]: {d.option} ({d.provider}), {d.total_cost:,.0f} {d.currency} over "
+                     f"the horizon, {d.monthly_cost:,.0f}/month (`gpuplan cost` compares the options)")
         blocks.append(head)
         blocks.append("\n".join(f"· {r}" for r in s.reasons + rec.reasons))
         for w in s.warnings:
@@ -123,3 +127,30 @@ def render_fit_text(result: FitResult, console: Console) -> None:
             val = f"{lim.largest:,.0f}"
         t.add_row(lim.setting, ck, val, lim.note or "")
     console.print(t)
+
+
+def render_costs_text(result: PlanResult, console: Console, top: int = 1) -> None:
+    for c in result.candidates[:top]:
+        t = Table(title=f"{c.servers} x {c.server.platform_name} with {c.gpus_per_server} x {c.gpu_id}: where it "
+                        "lives and what it costs")
+        for col in ("option", "provider", "upfront", "per month", "total", "per run / per M tokens", "break-even"):
+            t.add_column(col, justify="right" if col in ("upfront", "per month", "total") else "left")
+        for d in c.deployments:
+            unit = (f"{d.cost_per_run:,.0f} / run" if d.cost_per_run is not None else
+                    f"{d.cost_per_million_tokens:,.2f} / M tok" if d.cost_per_million_tokens is not None else "-")
+            be = ", ".join(f"vs {k}: " + ("never" if v is None else "now" if v == 0 else f"month {v:,.1f}")
+                           for k, v in d.breakeven_months_vs.items())
+            mark = "→ " if c.deployment and d.provider == c.deployment.provider else ""
+            t.add_row(mark + d.option, d.provider, f"{d.upfront_cost:,.0f}", f"{d.monthly_cost:,.0f}",
+                      f"{d.total_cost:,.0f} {d.currency}", unit, be)
+        lines: list[object] = [t]
+        if c.deployment is not None:
+            lines.append("\n".join(f"· {r}" for r in c.deployment.reasons))
+        chosen = next((d for d in c.deployments if c.deployment and d.provider == c.deployment.provider), None)
+        if chosen is not None:
+            lines.append("Assumptions: " + "; ".join(chosen.assumptions))
+            for w in chosen.warnings:
+                lines.append(f"[yellow]! {w}[/yellow]")
+        if not c.deployments:
+            lines.append("No price list covers this configuration: add quotes with --prices.")
+        console.print(Panel(Group(*lines), title=f"gpuplan cost: {result.project}", expand=False))

@@ -74,6 +74,36 @@ class ServerSpec(_Out):
     warnings: list[str] = Field(default_factory=list)
 
 
+class Deployment(_Out):
+    """One way to get a configuration, and what it costs over the horizon (core/tco.py)."""
+
+    option: str  # on-prem | managed | cloud
+    provider: str
+    #: total over the horizon / months
+    monthly_cost: float
+    total_cost: float
+    #: the cost curve: upfront + running_monthly x month (the residual value returns at the horizon)
+    upfront_cost: float
+    running_monthly: float
+    residual_value: float = 0.0
+    cost_per_run: float | None = None
+    cost_per_million_tokens: float | None = None
+    currency: str
+    #: months after which this option becomes cheaper than the other (None: never within the horizon's terms)
+    breakeven_months_vs: dict[str, float | None] = Field(default_factory=dict)
+    assumptions: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DeploymentChoice(_Out):
+    option: Literal["on-prem", "managed", "cloud"]
+    provider: str
+    total_cost: float
+    monthly_cost: float
+    currency: str
+    reasons: list[str]
+
+
 class Candidate(_Out):
     gpu_id: str
     gpu_name: str
@@ -92,6 +122,8 @@ class Candidate(_Out):
     fits_with_growth: bool
     #: the device total after growth, per GPU
     grown_device_bytes: int
+    #: what the project keeps on storage: the dataset and the kept checkpoints (cloud storage is billed on it)
+    storage_need_bytes: float = 0.0
     #: purchase price of all servers, USD (None when a price is missing)
     price_usd: float | None
     #: renting the same GPUs: for the run (training) or over growth.horizon_months (inference), USD
@@ -107,6 +139,10 @@ class Candidate(_Out):
     score: float
     pareto: bool = False
     reasons: list[str] = Field(default_factory=list)
+    #: the ways to get this configuration, cheapest total first (filled for the shown candidates)
+    deployments: list[Deployment] = Field(default_factory=list)
+    #: the option chosen among them, with reasons
+    deployment: DeploymentChoice | None = None
 
 
 class Rejected(_Out):
@@ -146,7 +182,7 @@ class PlanResult(_Out):
     notes: list[Note] = Field(default_factory=list)
 
 
-__all__ = ["Candidate", "ChecklistItem", "FaqAnswer", "PlanResult", "PlanStats", "Rejected", "ServerNeeds",
+__all__ = ["Candidate", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "PlanResult", "PlanStats", "Rejected", "ServerNeeds",
            "ServerSpec", "Verdict"]
 
 

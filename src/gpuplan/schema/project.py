@@ -136,7 +136,25 @@ class Constraints(_Section):
 
 
 class Deployment(_Section):
+    """Where the hardware lives, and the cost assumptions to use instead of the defaults of data/tco.toml."""
+
     options: list[DeploymentOption] = Field(default_factory=lambda: ["on-prem", "managed", "cloud"])
+    #: facility power usage effectiveness (total facility power / IT power)
+    pue: float | None = Field(None, ge=1.0, le=3.0)
+    #: electricity price per kWh, in the budget's currency
+    electricity_per_kwh: float | None = Field(None, gt=0, lt=2)
+    #: fraction of the time the hardware is busy (owned hardware draws power and earns its keep accordingly)
+    utilization: float | None = Field(None, gt=0, le=1)
+    depreciation_years: float | None = Field(None, gt=0, le=15)
+    #: what the hardware is worth at the end of its depreciation, as a fraction of its price
+    residual_value_fraction: float | None = Field(None, ge=0, lt=1)
+    #: engineers' time to run the servers, full-time equivalents per server, and their yearly cost
+    staff_fte_per_server: float | None = Field(None, ge=0, le=5)
+    staff_cost_per_fte_year: float | None = Field(None, ge=0)
+    #: colocation or rack space per kW provisioned per month, in the budget's currency (0: your own room)
+    colocation_per_kw_month: float | None = Field(None, ge=0)
+    #: yearly support contract as a fraction of the hardware price
+    support_fraction_per_year: float | None = Field(None, ge=0, le=1)
 
 
 class Layout(_Section):

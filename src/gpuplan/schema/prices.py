@@ -1,0 +1,64 @@
+"""Price lists and cost assumptions for the deployment comparison (issue: deployment options and TCO).
+
+Prices are in their own currency (`currency`), converted with the stated rates of data/fx.toml. Every row has
+`source` and `as_of`; a price older than six months is flagged in the output.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CloudKind = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
+Currency = Literal["USD", "EUR"]
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+    notes: str | None = None
+
+
+class CloudPrice(_Row):
+    """A cloud or GPU-rental price per GPU-hour: shared, virtualised capacity billed by use."""
+
+    gpu_id: str
+    provider: str = Field(min_length=1)
+    kind: CloudKind = "on-demand"
+    price_per_gpu_hour: float = Field(gt=0, lt=200)
+    currency: Currency = "USD"
+    #: the provider is a hyperscaler (AWS, Azure, GCP, Oracle) or a specialist GPU cloud / marketplace
+    tier: Literal["hyperscaler", "specialist", "marketplace"] = "specialist"
+
+
+class HostingOffer(_Row):
+    """A dedicated server rented by the month, owned and maintained by the provider (managed hosting)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    provider: str = Field(min_length=1)
+    gpu_id: str
+    gpus: int = Field(gt=0, le=72)
+    monthly: float = Field(gt=0)
+    setup: float = Field(0.0, ge=0)
+    currency: Currency = "USD"
+    #: minimum commitment, months (1: monthly)
+    min_months: int = Field(1, ge=1, le=60)
+    #: what the fee includes, in the provider's words: power, bandwidth, support hours, OS/CUDA, replacement SLA
+    includes: list[str] = Field(default_factory=list)
+    #: hardware replacement or response time the provider commits to, hours (None: not stated)
+    sla_hours: float | None = Field(None, gt=0)
+
+
+class Assumption(_Row):
+    """A default of the cost model (PUE, electricity price, staff cost...), overridable in the project file."""
+
+    id: str
+    value: float
+    unit: str = Field(min_length=1)
+
+
+__all__ = ["Assumption", "CloudKind", "CloudPrice", "Currency", "HostingOffer"]

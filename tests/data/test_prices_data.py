@@ -1,0 +1,247 @@
+"""Hygiene of the deployment-comparison data: data/prices.toml (cloud GPU-hour prices, dedicated hosting offers)
+and data/tco.toml (cost-model assumptions), read with tomllib and validated with the schema's own models.
+
+Checks bookkeeping (schema, catalog GPU ids, sources, past dates, unique ids), that every GPU the former
+rental_prices.toml priced keeps an on-demand price, that discounts point the right way (spot and reserved below
+on-demand for the same GPU and provider, 3-year below 1-year), that prices are per GPU-hour and plausible, and that
+each assumption is present with a plausible value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+import tomllib
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from gpuplan.catalog.hardware import builtin_catalog
+from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer
+
+DATA = Path(__file__).resolve().parents[2] / "src" / "gpuplan" / "data"
+PRICES_RAW = tomllib.loads((DATA / "prices.toml").read_text(encoding="utf-8"))
+TCO_RAW = tomllib.loads((DATA / "tco.toml").read_text(encoding="utf-8"))
+
+CLOUD = [CloudPrice.model_validate(r) for r in PRICES_RAW.get("cloud", [])]
+HOSTING = [HostingOffer.model_validate(r) for r in PRICES_RAW.get("hosting", [])]
+ASSUMPTIONS = [Assumption.model_validate(r) for r in TCO_RAW.get("assumption", [])]
+BY_ID = {a.id: a for a in ASSUMPTIONS}
+
+GPUS = builtin_catalog().gpus.rows
+TODAY = dt.date.today()
+#: a rough EUR -> USD factor for plausibility bounds only (data/fx.toml: 1 EUR = 1.0824 USD, 2024 average)
+USD_PER = {"USD": 1.0, "EUR": 1.0824}
+HYPERSCALERS = ("AWS", "Azure", "GCP", "Oracle")
+#: the GPUs the former data/rental_prices.toml priced (prices.toml replaced it): each keeps an on-demand USD price
+FORMERLY_PRICED = {
+    "a10-24gb", "a100-pcie-40gb", "a100-pcie-80gb", "a100-sxm-40gb", "a100-sxm-80gb", "a10g-24gb", "a40-48gb",
+    "b200-180gb", "h100-nvl-94gb", "h100-pcie-80gb", "h100-sxm-80gb", "h200-sxm-141gb", "l4-24gb", "l40-48gb",
+    "l40s-48gb", "rtx-3090-24gb", "rtx-4090-24gb", "rtx-6000-ada-48gb", "rtx-a6000-48gb", "t4-16gb", "v100-sxm2-16gb",
+}
+
+#: every assumption tco.toml carries, with the plausible range of its value
+RANGES: dict[str, tuple[float, float]] = {
+    "pue": (1.0, 2.5),
+    "electricity_usd_per_kwh": (0.02, 0.5),
+    "electricity_eur_per_kwh": (0.02, 0.6),
+    "average_draw_fraction": (0.3, 1.0),
+    "depreciation_years": (2.0, 10.0),
+    "residual_value_fraction": (0.0, 0.6),
+    "colocation_usd_per_kw_month": (20.0, 1000.0),
+    "staff_fte_per_server": (0.0, 1.0),
+    "staff_usd_per_fte_year": (20_000.0, 400_000.0),
+    "spare_fraction_production": (0.0, 0.3),
+    "utilization_experiment": (0.01, 0.5),
+    "utilization_production": (0.3, 1.0),
+    "cloud_storage_usd_per_tb_month": (5.0, 300.0),
+    "cloud_egress_usd_per_gb": (0.0, 0.5),
+    "cloud_commitment_discount_1y": (0.05, 0.7),
+    "cloud_commitment_discount_3y": (0.1, 0.85),
+    "shared_capacity_performance_factor": (0.5, 1.0),
+    "cluster_interconnect_fraction": (0.0, 0.5),
+}
+#: inputs of the cost model with no sourced default (tco.toml's header says so); the model counts them as 0
+UNSOURCED = {"idle_draw_fraction", "install_fraction", "support_fraction_per_year"}
+
+
+def _usd(price: float, currency: str) -> float:
+    return price * USD_PER[currency]
+
+
+# -- bookkeeping -----------------------------------------------------------------------------------------------
+
+
+def test_files_have_schema_version_and_only_known_tables() -> None:
+    assert PRICES_RAW["schema_version"] == 1
+    assert TCO_RAW["schema_version"] == 1
+    assert set(PRICES_RAW) <= {"schema_version", "cloud", "hosting"}
+    assert set(TCO_RAW) <= {"schema_version", "assumption"}
+    assert len(CLOUD) >= 100 and len(HOSTING) >= 8 and len(ASSUMPTIONS) >= 15
+
+
+def test_rows_name_catalog_gpus() -> None:
+    for row in [*CLOUD, *HOSTING]:
+        assert row.gpu_id in GPUS, (row.provider, row.gpu_id)
+
+
+@pytest.mark.parametrize("rows", [CLOUD, HOSTING, ASSUMPTIONS], ids=["cloud", "hosting", "assumption"])
+def test_sources_non_empty_and_dates_past(rows: list) -> None:
+    for row in rows:
+        assert row.source.strip(), row
+        assert dt.date(2014, 1, 1) <= row.as_of <= TODAY, row
+        if row.notes is not None:
+            assert row.notes.strip(), row
+
+
+def test_ids_unique() -> None:
+    for ids in ([h.id for h in HOSTING], [a.id for a in ASSUMPTIONS]):
+        dup = [i for i, n in Counter(ids).items() if n > 1]
+        assert not dup, dup
+    keys = Counter((c.gpu_id, c.provider, c.kind, c.as_of) for c in CLOUD)
+    dup = [k for k, n in keys.items() if n > 1]
+    assert not dup, f"two prices for one GPU, provider, kind and date: {dup}"
+
+
+def test_formerly_priced_gpus_keep_an_on_demand_usd_price() -> None:
+    priced = {c.gpu_id for c in CLOUD if c.kind == "on-demand" and c.currency == "USD"}
+    assert FORMERLY_PRICED <= priced, FORMERLY_PRICED - priced
+    # a row moved to another GPU id says which id it had
+    moved = [c for c in CLOUD if c.provider == "Oblivus Cloud" and c.as_of == dt.date(2025, 3, 3)]
+    assert [c.gpu_id for c in moved] == ["a100-pcie-80gb"] and moved[0].notes and "a100-pcie-40gb" in moved[0].notes
+
+
+def test_tiers_follow_the_provider() -> None:
+    for c in CLOUD:
+        if c.provider.startswith(HYPERSCALERS):
+            assert c.tier == "hyperscaler", c.provider
+        elif "vast.ai" in c.provider.lower() or "salad" in c.provider.lower():
+            assert c.tier == "marketplace", c.provider
+        else:
+            assert c.tier != "hyperscaler", c.provider
+
+
+# -- prices --------------------------------------------------------------------------------------------------
+
+
+def test_cloud_prices_are_per_gpu_hour_and_plausible() -> None:
+    """Per GPU-hour, not per 8-GPU instance: between $0.05 and $20, and within 0.001%-0.1% of the GPU's purchase
+    price per hour where the catalog has one (an H100 at $30k: $0.30-$30 per hour)."""
+    for c in CLOUD:
+        usd = _usd(c.price_per_gpu_hour, c.currency)
+        assert 0.05 <= usd <= 20.0, c
+        price = GPUS[c.gpu_id].price
+        if price is not None and c.kind == "on-demand":
+            assert price.usd * 1e-5 <= usd <= price.usd * 1e-3, (c, price.usd)
+
+
+def test_every_kind_is_represented() -> None:
+    kinds = Counter(c.kind for c in CLOUD)
+    assert kinds["on-demand"] >= 80 and kinds["spot"] >= 10
+    assert kinds["reserved-1y"] >= 5 and kinds["reserved-3y"] >= 5
+    assert Counter(c.tier for c in CLOUD).keys() == {"hyperscaler", "specialist", "marketplace"}
+
+
+def _on_demand(c: CloudPrice) -> list[CloudPrice]:
+    """The on-demand rows a spot or reserved row is measured against: same GPU and provider, the same date when
+    there is one, else the newest."""
+    rows = [o for o in CLOUD if o.kind == "on-demand" and o.gpu_id == c.gpu_id and o.provider == c.provider]
+    same = [o for o in rows if o.as_of == c.as_of]
+    return same or sorted(rows, key=lambda o: o.as_of)[-1:]
+
+
+def test_reserved_below_on_demand_and_3y_below_1y() -> None:
+    reserved = [c for c in CLOUD if c.kind.startswith("reserved")]
+    for c in reserved:
+        if c.provider.startswith("Qubrid"):  # an annual bare-metal contract: the provider sells no on-demand hour
+            continue
+        od = _on_demand(c)
+        assert od, f"reserved price without an on-demand price to discount: {c}"
+        assert all(c.price_per_gpu_hour < o.price_per_gpu_hour for o in od), (c, od)
+    by_term: dict[tuple, dict[str, float]] = defaultdict(dict)
+    for c in reserved:
+        by_term[(c.gpu_id, c.provider, c.as_of)][c.kind] = c.price_per_gpu_hour
+    for key, terms in by_term.items():
+        if len(terms) == 2:
+            assert terms["reserved-3y"] < terms["reserved-1y"], key
+
+
+def test_spot_below_on_demand() -> None:
+    spot = [c for c in CLOUD if c.kind == "spot"]
+    compared = 0
+    for c in spot:
+        od = _on_demand(c)
+        assert all(c.price_per_gpu_hour < o.price_per_gpu_hour for o in od), (c, od)
+        compared += bool(od)
+    assert compared >= len(spot) - 2, "most spot rows must have an on-demand row of the same provider"
+
+
+def test_reserved_discounts_near_the_commitment_assumptions() -> None:
+    """Each dated reserved/on-demand pair of the same date lands within 0-80% off, and their median is near the
+    assumed discounts of tco.toml (a sanity link between the two files)."""
+    for kind, aid in (("reserved-1y", "cloud_commitment_discount_1y"), ("reserved-3y", "cloud_commitment_discount_3y")):
+        offs = []
+        for c in CLOUD:
+            if c.kind != kind:
+                continue
+            od = [o for o in _on_demand(c) if o.as_of == c.as_of]
+            if od:
+                offs.append(1 - c.price_per_gpu_hour / od[0].price_per_gpu_hour)
+        assert offs and all(0 < x < 0.8 for x in offs)
+        assert abs(statistics.median(offs) - BY_ID[aid].value) < 0.25, (kind, offs)
+
+
+def test_hosting_offers_plausible() -> None:
+    for h in HOSTING:
+        assert h.monthly > 0 and h.setup >= 0 and h.gpus >= 1
+        per_gpu_hour = _usd(h.monthly, h.currency) / h.gpus / 730
+        assert 0.1 <= per_gpu_hour <= 20.0, h
+        assert h.setup <= 3 * h.monthly, h
+        assert all(i.strip() for i in h.includes), h
+        if "annual" in h.id:
+            assert h.min_months == 12, h
+
+
+def test_hosting_covers_the_research_note_offers() -> None:
+    ids = {h.id for h in HOSTING}
+    assert {"hetzner-gex63", "hetzner-gex131", "ovh-l4-90", "qubrid-8xh200-annual", "qubrid-8xb200-annual"} <= ids
+    gex63 = next(h for h in HOSTING if h.id == "hetzner-gex63")
+    assert (gex63.currency, gex63.monthly, gex63.setup) == ("EUR", 999.0, 999.0)
+    assert gex63.notes and "Max-Q" in gex63.notes  # not exactly the catalog's Server Edition: said in notes
+    qubrid = next(h for h in HOSTING if h.id == "qubrid-8xh200-annual")
+    assert qubrid.gpus == 8 and qubrid.monthly == pytest.approx(210_240 / 12)
+
+
+# -- assumptions ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("aid", sorted(RANGES))
+def test_assumption_present_and_plausible(aid: str) -> None:
+    assert aid in BY_ID, f"tco.toml lacks {aid}"
+    lo, hi = RANGES[aid]
+    a = BY_ID[aid]
+    assert lo <= a.value <= hi, (aid, a.value)
+    assert a.unit.strip()
+
+
+def test_no_assumption_without_a_range() -> None:
+    assert set(BY_ID) <= set(RANGES), set(BY_ID) - set(RANGES)
+
+
+def test_assumptions_consistent_with_each_other() -> None:
+    assert BY_ID["cloud_commitment_discount_3y"].value > BY_ID["cloud_commitment_discount_1y"].value
+    assert BY_ID["utilization_production"].value > BY_ID["utilization_experiment"].value
+    assert BY_ID["residual_value_fraction"].notes  # an unsourced default must say why
+
+
+def test_assumptions_cover_the_cost_model_inputs() -> None:
+    """Every data id the cost model reads (gpuplan.core.tco.INPUTS) is in tco.toml, or is one of the inputs the
+    file's header lists as unsourced."""
+    tco = pytest.importorskip("gpuplan.core.tco")
+    wanted = {data_id for _key, data_id, _money, _neutral in tco.INPUTS if data_id}
+    missing = wanted - set(BY_ID) - UNSOURCED
+    assert not missing, missing
+    header = (DATA / "tco.toml").read_text(encoding="utf-8").split("schema_version")[0]
+    for aid in UNSOURCED - set(BY_ID):
+        assert aid in header, aid

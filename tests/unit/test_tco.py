@@ -1,0 +1,139 @@
+"""The deployment comparison's arithmetic, on hand-computed scenarios (the arithmetic is written out), and its
+invariants."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuplan.core.tco import Assumptions, Config, Usage, breakeven, compare
+from gpuplan.schema.prices import CloudPrice, HostingOffer
+
+D = datetime.date(2026, 9, 1)
+FX = {"USD": 1.0, "EUR": 0.9}
+
+
+def assumptions(**over: float) -> Assumptions:
+    values = dict(pue=1.5, electricity_per_kwh=0.10, average_draw_fraction=0.75, idle_draw_fraction=0.25,
+                  depreciation_years=4.0, residual_value_fraction=0.10, install_fraction=0.02,
+                  support_fraction_per_year=0.06, colocation_per_kw_month=150.0, staff_fte_per_server=0.1,
+                  staff_cost_per_fte_year=120_000.0, spare_fraction_production=0.1,
+                  cloud_storage_usd_per_tb_month=80.0, utilization=0.5)
+    values.update(over)
+    return Assumptions(values=values, sources={k: "test" for k in values})
+
+
+CFG = Config(gpu_id="h100-sxm-80gb", gpus_per_server=8, servers=1, price=300_000.0, power_w=10_000.0)
+CLOUD = [CloudPrice(gpu_id="h100-sxm-80gb", provider="A", price_per_gpu_hour=3.0, source="t", as_of=D),
+         CloudPrice(gpu_id="h100-sxm-80gb", provider="B", price_per_gpu_hour=5.0, source="t", as_of=D),
+         CloudPrice(gpu_id="h100-sxm-80gb", provider="A", kind="reserved-1y", price_per_gpu_hour=2.0, source="t",
+                    as_of=D)]
+HOST = [HostingOffer(id="host-8x", provider="Host", gpu_id="h100-sxm-80gb", gpus=8, monthly=20_000.0, setup=5_000.0,
+                     currency="EUR", min_months=12, includes=["power"], source="t", as_of=D)]
+
+
+def test_on_prem_experiment_by_hand() -> None:
+    use = Usage(horizon_months=24, production=False, serving=False, utilization=0.5, run_hours=100.0)
+    dep = {d.option: d for d in compare(CFG, use, [], [], assumptions(), FX, "USD", ["on-prem"])}["on-prem"]
+    # upfront: 300,000 x 1.02 install = 306,000
+    assert dep.upfront_cost == pytest.approx(306_000)
+    # power: 10 kW x (0.25 + (0.75 - 0.25) x 0.5 = 0.5 draw) x 1.5 PUE x 730 h x 0.10 = 547.5 / month
+    # colocation 10 kW x 150 = 1,500; support 300,000 x 0.06 / 12 = 1,500; staff 0.1 x 120,000 / 12 = 1,000
+    assert dep.running_monthly == pytest.approx(547.5 + 1_500 + 1_500 + 1_000)
+    # worth after 24 months: 1 - 0.9 x 24/48 = 0.55 of 300,000 = 165,000 back
+    assert dep.residual_value == pytest.approx(165_000)
+    assert dep.total_cost == pytest.approx(306_000 + 24 * 4_547.5 - 165_000)
+    # runs: 24 months x 730 h x 0.5 busy / 100 h per run = 87.6 runs
+    assert dep.cost_per_run == pytest.approx(dep.total_cost / 87.6)
+
+
+def test_cloud_experiment_pays_only_busy_hours_by_hand() -> None:
+    use = Usage(horizon_months=6, production=False, serving=False, utilization=0.25, run_hours=50.0,
+                storage_bytes=2e12)
+    deps = compare(CFG, use, CLOUD, [], assumptions(), FX, "USD", ["cloud"])
+    od = next(d for d in deps if d.provider == "cloud on-demand")
+    # median of 3.0 and 5.0 = 4.0 per GPU-hour; 8 GPUs x 6 x 730 x 0.25 = 8,760 GPU... hours: 1,095 h each
+    # 4.0 x 8 x 1,095 = 35,040; storage 2 TB x 80 x 6 = 960
+    assert od.total_cost == pytest.approx(35_040 + 960)
+    assert all(d.provider != "cloud reserved-1y" for d in deps)  # a 1-year term does not fit a 6-month horizon
+
+
+def test_reserved_cloud_bills_every_hour_by_hand() -> None:
+    use = Usage(horizon_months=12, production=True, serving=True, utilization=0.6, tokens_per_s=1000.0)
+    res = next(d for d in compare(CFG, use, CLOUD, [], assumptions(), FX, "USD", ["cloud"])
+               if d.provider == "cloud reserved-1y")
+    # 2.0 x 8 GPUs x 12 x 730 h = 140,160, used or not
+    assert res.total_cost == pytest.approx(140_160)
+    # tokens: 1,000/s x 3,600 x 730 x 12 x 0.6 busy = 18,921.6 M
+    assert res.cost_per_million_tokens == pytest.approx(140_160 / 18_921.6)
+
+
+def test_managed_hosting_converts_currency_and_honours_the_minimum_term_by_hand() -> None:
+    use = Usage(horizon_months=6, production=False, serving=False, utilization=0.5)
+    dep = compare(CFG, use, [], HOST, assumptions(), FX, "USD", ["managed"])[0]
+    # 20,000 EUR/month = 20,000 / 0.9 USD; 12-month minimum over a 6-month horizon: 5,000/0.9 + 12 x 20,000/0.9
+    assert dep.total_cost == pytest.approx(5_000 / 0.9 + 12 * 20_000 / 0.9)
+    assert any("minimum commitment" in a for a in dep.assumptions)
+
+
+def test_production_adds_spare_servers() -> None:
+    use = dict(horizon_months=36, serving=True, utilization=0.7)
+    exp = compare(CFG, Usage(production=False, **use), [], [], assumptions(), FX, "USD", ["on-prem"])[0]
+    prod = compare(CFG, Usage(production=True, **use), [], [], assumptions(), FX, "USD", ["on-prem"])[0]
+    assert prod.upfront_cost == pytest.approx(exp.upfront_cost * 1.1)
+
+
+def test_breakeven_by_hand() -> None:
+    use = Usage(horizon_months=36, production=True, serving=True, utilization=0.7)
+    deps = compare(CFG, use, CLOUD, [], assumptions(), FX, "USD", ["on-prem", "cloud"])
+    own = next(d for d in deps if d.option == "on-prem")
+    cloud = min((d for d in deps if d.option == "cloud"), key=lambda d: d.total_cost)  # compared with the cheapest
+    # on-prem catches up when upfront_own + run_own x m = upfront_cloud + run_cloud x m
+    m = (own.upfront_cost - cloud.upfront_cost) / (cloud.running_monthly - own.running_monthly)
+    assert own.breakeven_months_vs["cloud"] == pytest.approx(m)
+    assert cloud.breakeven_months_vs["on-prem"] is None  # cloud starts cheaper and runs dearer: never again
+
+
+@settings(max_examples=60, deadline=None)
+@given(months=st.integers(1, 120), util=st.floats(0.01, 1.0), price=st.floats(1e3, 1e7), power=st.floats(100, 2e5),
+       production=st.booleans(), serving=st.booleans())
+def test_costs_never_negative_and_grow_with_the_horizon(months: int, util: float, price: float, power: float,
+                                                        production: bool, serving: bool) -> None:
+    cfg = Config(gpu_id="h100-sxm-80gb", gpus_per_server=8, servers=1, price=price, power_w=power)
+    opts = ["on-prem", "managed", "cloud"]
+
+    def totals(m: int) -> dict[str, float]:
+        use = Usage(horizon_months=m, production=production, serving=serving, utilization=util,
+                    run_hours=None if serving else 10.0, tokens_per_s=100.0 if serving else None)
+        return {d.provider: d.total_cost for d in compare(cfg, use, CLOUD, HOST, assumptions(), FX, "USD", opts)}
+
+    now, later = totals(months), totals(months + 12)
+    assert all(v >= 0 for v in now.values())
+    for provider, v in now.items():
+        if provider in later:
+            assert later[provider] >= v - 1e-6
+
+
+MONEY = st.one_of(st.just(0.0), st.floats(1e-2, 1e6))  # no sub-cent amounts: they only test float rounding
+
+
+@settings(max_examples=60, deadline=None)
+@given(u1=MONEY, r1=MONEY, u2=MONEY, r2=MONEY)
+def test_breakeven_is_where_the_cost_curves_cross(u1: float, r1: float, u2: float, r2: float) -> None:
+    from gpuplan.schema.plan import Deployment
+
+    a = Deployment(option="on-prem", provider="a", monthly_cost=1, total_cost=1, upfront_cost=u1, running_monthly=r1,
+                   currency="USD")
+    b = Deployment(option="cloud", provider="b", monthly_cost=1, total_cost=1, upfront_cost=u2, running_monthly=r2,
+                   currency="USD")
+    m = breakeven(a, b)
+    if m is None:  # a is never cheaper for good: it runs at least as dear, and is not cheaper on both counts
+        assert r1 >= r2 and (u1 > u2 or r1 > r2)
+    elif m == 0:
+        assert u1 <= u2 and r1 <= r2
+    else:
+        assert u1 + r1 * m == pytest.approx(u2 + r2 * m, rel=1e-9, abs=1e-6)
+        assert u1 + r1 * (m + 1) < u2 + r2 * (m + 1) or m > 1e9
