@@ -224,6 +224,7 @@ def _with_deployments(proj: Project, cands: list[Candidate], catalog: Catalog, f
     assumptions = resolve_assumptions(overrides, data, fx[currency], production)
     horizon = proj.growth.horizon_months if proj.growth else 36
     serving = proj.workload.task == "inference"
+    fx_note = f"amounts in {currency}: 1 USD = {fx[currency]:g} {currency} (data/fx.toml)"
     out = []
     runs = max(1, math.ceil(proj.growth.data_scale)) if proj.growth else 1
     for c in cands:
@@ -246,6 +247,8 @@ def _with_deployments(proj: Project, cands: list[Candidate], catalog: Catalog, f
             deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
                 sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})
                 if d.option in ("cloud", "managed") else d for d in deps]
+        if currency != "USD":
+            deps = [d.model_copy(update={"assumptions": [*d.assumptions, fx_note]}) for d in deps]
         out.append(c.model_copy(update={"deployments": deps, "deployment": choose(deps, use)}))
     return out
 

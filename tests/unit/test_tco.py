@@ -137,3 +137,11 @@ def test_breakeven_is_where_the_cost_curves_cross(u1: float, r1: float, u2: floa
     else:
         assert u1 + r1 * m == pytest.approx(u2 + r2 * m, rel=1e-9, abs=1e-6)
         assert u1 + r1 * (m + 1) < u2 + r2 * (m + 1) or m > 1e9
+
+
+def test_breakeven_utilization_by_hand() -> None:
+    use = Usage(horizon_months=36, production=False, serving=False, utilization=0.3, run_hours=10.0)
+    deps = compare(CFG, use, CLOUD, [], assumptions(), FX, "USD", ["on-prem", "cloud"])
+    own = next(d for d in deps if d.option == "on-prem")
+    # on demand: median 4.0/GPU-hour; all the time for 36 months: 4.0 x 8 x 730 x 36 = 840,960
+    assert own.breakeven_utilization == pytest.approx(own.total_cost / 840_960)

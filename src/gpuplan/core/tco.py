@@ -158,7 +158,8 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], fx: dict[str, floa
                f"({a.sources['cloud_storage_usd_per_tb_month']})",
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         out.append(Deployment(option="cloud", provider=f"cloud {kind}", monthly_cost=total / months, total_cost=total,
-                              upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass))
+                              upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
+                              price_per_gpu_hour=rate))
     return out
 
 
@@ -176,6 +177,11 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
     if "cloud" in options:
         deps += _cloud(cfg, use, cloud, fx, currency, a)
     deps = [_per_unit(d, cfg, use) for d in deps]
+    on_demand = next((d for d in deps if d.provider == "cloud on-demand"), None)
+    if on_demand is not None and on_demand.price_per_gpu_hour:
+        n = cfg.gpus_per_server * cfg.servers
+        deps = [d.model_copy(update={"breakeven_utilization": owning_breakeven_utilization(
+            d, on_demand.price_per_gpu_hour, n, use.horizon_months)}) if d.option == "on-prem" else d for d in deps]
     best: dict[str, Deployment] = {}
     for d in sorted(deps, key=lambda d: d.total_cost):
         best.setdefault(d.option, d)
@@ -285,6 +291,9 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
     if best.option == "cloud" and use.production:
         reasons.append("cloud in production: shared, virtualised capacity gives less predictable latency; reserve "
                        "capacity or compare with dedicated hosting")
+    if best.breakeven_utilization is not None:
+        reasons.append(f"owning beats cloud GPUs on demand above {best.breakeven_utilization:.0%} utilisation"
+                       + (f" (planned: {use.utilization:.0%})" if not use.serving else ""))
     if best.option == "on-prem" and use.utilization < 0.3:
         reasons.append(f"owning pays at {use.utilization:.0%} busy only because the alternatives are dearer over "
                        "this horizon; idle hardware still depreciates")

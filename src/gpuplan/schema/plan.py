@@ -91,6 +91,10 @@ class Deployment(_Out):
     currency: str
     #: months after which this option becomes cheaper than the other (None: never within the horizon's terms)
     breakeven_months_vs: dict[str, float | None] = Field(default_factory=dict)
+    #: on-prem: the utilisation above which owning costs less than cloud GPUs on demand over the horizon
+    breakeven_utilization: float | None = None
+    #: cloud: the price per GPU-hour used
+    price_per_gpu_hour: float | None = None
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
