@@ -1,0 +1,1 @@
+"""Commands that live in their own modules; each has `register(app)`, called by gpuplan.cli."""

@@ -1,0 +1,97 @@
+"""`gpuplan trace module:factory`: any PyTorch model, traced under FakeTensorMode, equals the same code run on
+real CPU tensors to the byte, and its FLOPs equal the hand count."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from gpuplan.cli import app  # noqa: E402
+from gpuplan.errors import InputError  # noqa: E402
+from gpuplan.trace.custom import trace_factory  # noqa: E402
+
+pytestmark = pytest.mark.trace
+
+MODELS = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    def mlp():
+        model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 10))
+        return model, (torch.randn(32, 256),)
+
+    def with_loss():
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                                          nn.Linear(16 * 8 * 8, 10))
+            def forward(self, x, y):
+                return {"loss": nn.functional.cross_entropy(self.body(x), y)}
+        return Net(), {"x": torch.randn(4, 3, 8, 8), "y": torch.randint(0, 10, (4,))}
+
+    def not_a_pair():
+        return 42
+
+    def broken():
+        raise ValueError("no weights here")
+''')
+
+
+@pytest.fixture
+def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "user_models_gp.py").write_text(MODELS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "user_models_gp"
+
+
+@pytest.mark.parametrize("fn,training", [("mlp", True), ("mlp", False), ("with_loss", True)])
+def test_fake_trace_equals_real_cpu_run(models: str, fn: str, training: bool) -> None:
+    fake = trace_factory(f"{models}:{fn}", training=training)
+    real = trace_factory(f"{models}:{fn}", training=training, fake=False)
+    assert fake.peak_bytes == real.peak_bytes
+    assert fake.flops_per_step == real.flops_per_step
+    assert fake.parameters == real.parameters
+
+
+def test_mlp_by_hand(models: str) -> None:
+    r = trace_factory(f"{models}:mlp", training=True)
+    params = 256 * 1024 + 1024 + 1024 * 10 + 10
+    assert r.parameters == params
+    # AdamW keeps two fp32 states per parameter; the split is taken at the optimizer step's peak
+    assert r.optimizer_bytes >= 2 * 4 * params
+    # forward 2 x 32 x (256 x 1024 + 1024 x 10); backward: both weight gradients and the second layer's input
+    # gradient (the batch itself needs none)
+    fwd = 2 * 32 * (256 * 1024 + 1024 * 10)
+    assert r.flops_per_step == fwd + fwd + 2 * 32 * 1024 * 10
+    inf = trace_factory(f"{models}:mlp", training=False)
+    assert inf.flops_per_step == fwd and inf.gradients_bytes == 0
+
+
+def test_bad_factories_are_input_errors(models: str) -> None:
+    with pytest.raises(InputError, match="MODULE:FUNCTION"):
+        trace_factory("no-colon")
+    with pytest.raises(InputError, match="did you mean 'mlp'"):
+        trace_factory(f"{models}:mpl")
+    with pytest.raises(InputError, match="must return"):
+        trace_factory(f"{models}:not_a_pair")
+    with pytest.raises(InputError, match="ValueError: no weights here"):
+        trace_factory(f"{models}:broken")
+
+
+def test_cli(models: str) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["trace", f"{models}:with_loss", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["peak_bytes"] > 0 and data["flops_per_step"] > 0 and data["training"] is True
+    res = runner.invoke(app, ["trace", "nowhere_at_all:x"])
+    assert res.exit_code == 2 and "cannot import" in res.output and "Traceback" not in res.output
