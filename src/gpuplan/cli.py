@@ -77,6 +77,8 @@ def estimate(
     list_examples: Annotated[bool, typer.Option("--list-examples", help="List the built-in examples.")] = False,
     gpu: Annotated[Optional[str], typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = None,
     gpus: Annotated[Optional[int], typer.Option(min=1, help="Number of GPUs.")] = None,
+    hf: Annotated[Optional[str], typer.Option("--hf", help="A Hugging Face model id (org/name): replaces the "
+                                                          "project's model; alone, sizes serving it.")] = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
     catalog: CatalogFiles = None,
 ) -> None:
@@ -85,8 +87,17 @@ def estimate(
         typer.echo("\n".join(example_names()))
         return
     try:
-        path = _project_path(project, example, "estimate")
-        result = api.estimate(path, gpu=gpu, gpus=gpus, catalog_files=catalog or [])
+        if hf and project is None and example is None:  # the model alone: what serving it one request needs
+            source: object = {"name": hf, "model": {"hf_id": hf}, "workload": {"task": "inference"}}
+        else:
+            source = _project_path(project, example, "estimate")
+            if hf:
+                from gpuplan.catalog.loader import load_project
+
+                proj, base = load_project(source)  # type: ignore[arg-type]
+                source = proj.model_copy(update={"model": proj.model.model_copy(
+                    update={"hf_id": hf, "preset": None, "hf_config": None})})
+        result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=catalog or [])  # type: ignore[arg-type]
     except GpuplanError as exc:
         _fail(exc)
         return

@@ -129,7 +129,7 @@ class HubUnavailableError(GpuplanError):
     def __init__(self, hf_id: str, cache_path: str, reason: str):
         self.hf_id, self.cache_path = hf_id, cache_path
         super().__init__(
-            f"model.hf_id: {hf_id!r} is not available offline: {reason}; looked in the cache at "
+            f"model.hf_id: {hf_id!r} is not available: {reason}; looked in the cache at "
             f"{cache_path}. To fix: download its config.json and use model.hf_config: PATH, "
             "or use a built-in model.preset (`gpuplan catalog models`)."
         )

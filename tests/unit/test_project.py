@@ -91,9 +91,11 @@ def test_preset_by_alias_and_hub_id() -> None:
     assert a.arch == b.arch and a.origin == "preset:llama-3.1-8b"
 
 
-def test_hub_id_offline_names_the_cache() -> None:
+def test_hub_id_offline_names_the_cache(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network in tests, and not the user's own cache
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     p = parse_project({**FULL, "model": {"hf_id": "some-org/unknown-model"}})
-    with pytest.raises(HubUnavailableError, match="not available offline") as exc:
+    with pytest.raises(HubUnavailableError, match="is not available") as exc:
         resolve_model(p.model)
     assert exc.value.cache_path in str(exc.value)
 

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.catalog.hf_config import arch_from_hf_config
-from gpuplan.errors import CatalogError, HubUnavailableError, InputError, UnknownNameError, suggest
+from gpuplan.errors import CatalogError, InputError, UnknownNameError, suggest
 from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
@@ -305,9 +305,15 @@ def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
     try:  # a Hub id that is also a built-in preset needs no network
         preset = find_preset(ref.hf_id, ("model", "hf_id"))
     except UnknownNameError:
-        raise HubUnavailableError(ref.hf_id, _hub_cache(), "fetching from the Hugging Face Hub is not built yet "
-                                  "and the model is not a built-in preset") from None
-    return resolve_model(ModelRef(preset=preset.id))
+        pass
+    else:
+        return resolve_model(ModelRef(preset=preset.id))
+    from gpuplan.catalog.hub import fetch_config
+
+    config, where = fetch_config(ref.hf_id)
+    arch = arch_from_hf_config(config, source=f"hf_id {ref.hf_id} ({where})")
+    return ResolvedModel(arch=arch, name=ref.hf_id, origin=f"hf_id:{ref.hf_id}",
+                         source=f"Hugging Face Hub config.json ({where})")
 
 
 def _read_json(path: Path) -> Any:
@@ -325,10 +331,10 @@ def _read_json(path: Path) -> Any:
 
 
 def _hub_cache() -> str:
-    import os
+    """The Hugging Face cache folder in use (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)."""
+    from gpuplan.catalog.hub import hub_cache_dir
 
-    return os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
+    return hub_cache_dir()
 
 
 def example_names() -> list[str]:
