@@ -398,6 +398,16 @@ def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
     Console().print(t)
 
 
+def _register_commands() -> None:
+    """Commands kept in their own modules (gpuplan.commands)."""
+    from gpuplan.commands import export as export_command
+
+    export_command.register(app)
+
+
+_register_commands()
+
+
 def main() -> None:
     try:
         app()
