@@ -400,9 +400,11 @@ def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
 
 def _register_commands() -> None:
     """Commands kept in their own modules (gpuplan.commands)."""
+    from gpuplan.commands import check as check_command
     from gpuplan.commands import export as export_command
 
     export_command.register(app)
+    check_command.register(app)
 
 
 _register_commands()
