@@ -62,6 +62,8 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
                                   f"{origin.file}" + (", replacing the built-in row" if origin.overrides_builtin
                                                       else "")))
 
+    if project.model.trace:
+        return _estimate_traced(project, base_dir, gpu_row, hw.gpus, catalog_notes)
     model = resolve_model(project.model, base_dir)
     arch = model.arch
     w = project.workload
@@ -142,6 +144,59 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     )
 
 
+def _trace_project(proj: Project, base_dir: Path | None) -> Any:
+    """Run the project's `model.trace` factory (the user's code) and trace one step: CustomTraceResult."""
+    import sys
+
+    try:
+        from gpuplan.trace.custom import trace_factory
+    except ImportError:  # pragma: no cover - torch missing
+        raise InputError(["model", "trace"], "tracing needs torch: pip install 'gpuplan[trace]'") from None
+    w = proj.workload
+    precision = {"fp8-mixed": "bf16-mixed"}.get(w.precision, w.precision)
+    if base_dir is not None and str(base_dir) not in sys.path:  # the factory may sit beside the project file
+        sys.path.insert(0, str(base_dir))
+    return trace_factory(proj.model.trace or "", training=w.task != "inference", precision=precision)  # type: ignore[arg-type]
+
+
+def _estimate_traced(project: Project, base_dir: Path | None, gpu_row: Any, gpus: int,
+                     catalog_notes: list[Note]) -> EstimateResult:
+    from gpuplan.core.traced import traced_device_bytes, traced_step_seconds
+
+    tr = _trace_project(project, base_dir)
+    reserved, device = traced_device_bytes(tr, gpus, load_overheads())
+    gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
+    parts = {"weights": tr.parameters_bytes, "gradients": tr.gradients_bytes, "optimizer states": tr.optimizer_bytes,
+             "activations": tr.other_bytes}
+    memory = MemoryOut(weights_bytes=tr.parameters_bytes, gradients_bytes=tr.gradients_bytes,
+                       optimizer_bytes=tr.optimizer_bytes, activations_bytes=tr.other_bytes, kv_cache_bytes=0,
+                       other_bytes=0, peak_tensor_bytes=tr.peak_bytes, reserved_bytes=reserved, device_bytes=device,
+                       peak_phase=max(tr.phase_peaks, key=tr.phase_peaks.get) if tr.phase_peaks else "forward",
+                       phase_peaks_bytes=tr.phase_peaks, dominant=max(parts, key=parts.get),
+                       fits=None if gpu_bytes is None else device <= gpu_bytes,
+                       headroom_bytes=None if gpu_bytes is None else gpu_bytes - device)
+    notes = [*catalog_notes, Note(code="traced-model", message=f"measured by tracing {tr.factory} (your code) under "
+                                  "FakeTensorMode; FLOPs are per step of the factory's batch; with several GPUs, "
+                                  "data parallel only")]
+    if gpu_row is not None:
+        step, _ = traced_step_seconds(tr, gpu_row, gpus, load_speed_model())
+        notes.append(Note(code="traced-step-time", message=f"about {step * 1e3:,.1f} ms per step on {gpus} x "
+                          f"{gpu_row.id} ({gpus / step:,.2f} batches per second in all)"))
+    return EstimateResult(
+        project=project.name,
+        model=ModelInfo(name=tr.factory, origin=f"trace:{tr.factory}", model_type=tr.model_class,
+                        parameters=tr.parameters, trainable_parameters=tr.trainable_parameters,
+                        active_parameters=tr.parameters),
+        workload={"task": project.workload.task, "precision": tr.precision},
+        hardware=HardwareInfo(gpu=gpu_row.id if gpu_row else None, gpus=gpus, layout={"dp": gpus},
+                              gpu_memory_bytes=gpu_bytes),
+        memory=memory,
+        compute=ComputeOut(flops_per_token=float(tr.flops_per_step), hardware_flops_per_token=float(tr.flops_per_step),
+                           flops_total=None),
+        notes=notes,
+    )
+
+
 def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None) -> tuple[Project, Path | None]:
     if isinstance(project, (str, Path)):
         return load_project(project)
@@ -172,20 +227,26 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     if catalog is None:
         catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
     obj = objective or (proj.goals.objective if proj.goals else "balanced")
-    model = resolve_model(proj.model, base)
-    arch = model.arch
+    traced = _trace_project(proj, base) if proj.model.trace else None
+    arch = resolve_model(proj.model, base).arch if traced is None else None
     rules = load_server_rules()
     fx = load_fx()
     currency = proj.goals.budget.currency if proj.goals and proj.goals.budget else "USD"
     inp = SearchInputs(
-        project=proj, arch=arch, grown_arch=grow_arch(arch, proj.growth.model_scale if proj.growth else 1.0),
+        project=proj, arch=arch, grown_arch=grow_arch(arch, proj.growth.model_scale if proj.growth else 1.0)
+        if arch is not None else None,  # type: ignore[arg-type]
         catalog=catalog, speed=load_speed_model(), table=load_activation_table(), overheads=load_overheads(),
         build_server=partial(build_server, catalog=catalog, rules=rules), usd_to_budget=fx[currency],
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=_median_rent(price_files, list(catalog.gpus.rows)),
         checkpoints_kept=int(rules.checkpoints_kept),
     )
-    candidates, rejected, stats = search(inp, obj)
+    if traced is not None:
+        from gpuplan.core.search import search_traced
+
+        candidates, rejected, stats = search_traced(inp, traced, obj)
+    else:
+        candidates, rejected, stats = search(inp, obj)
     if not candidates:
         raise InfeasibleError(_binding_constraint(proj, rejected))
     shown = candidates[: top] if top else candidates

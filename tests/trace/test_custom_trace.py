@@ -37,6 +37,9 @@ MODELS = textwrap.dedent('''
                 return {"loss": nn.functional.cross_entropy(self.body(x), y)}
         return Net(), {"x": torch.randn(4, 3, 8, 8), "y": torch.randint(0, 10, (4,))}
 
+    def huge():
+        return nn.Linear(100_000, 200_000), (torch.randn(2, 100_000),)  # 20 B parameters: 320 GB with AdamW
+
     def not_a_pair():
         return 42
 
@@ -95,3 +98,39 @@ def test_cli(models: str) -> None:
     assert data["peak_bytes"] > 0 and data["flops_per_step"] > 0 and data["training"] is True
     res = runner.invoke(app, ["trace", "nowhere_at_all:x"])
     assert res.exit_code == 2 and "cannot import" in res.output and "Traceback" not in res.output
+
+
+def _project(tmp_path: Path, factory: str, task: str = "full-finetune") -> Path:
+    p = tmp_path / "traced.yaml"
+    p.write_text(f"name: traced\nmodel: {{trace: '{factory}'}}\nworkload: {{task: {task}, precision: bf16-mixed}}\n")
+    return p
+
+
+def test_a_traced_model_feeds_estimate_and_plan(models: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    proj = _project(tmp_path, f"{models}:with_loss")
+    res = runner.invoke(app, ["estimate", str(proj), "--gpu", "l4-24gb", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    est = json.loads(res.output)
+    traced = trace_factory(f"{models}:with_loss", precision="bf16-mixed")
+    assert est["model"]["origin"] == f"trace:{models}:with_loss"
+    assert est["memory"]["peak_tensor_bytes"] == traced.peak_bytes
+    assert est["memory"]["device_bytes"] > traced.peak_bytes  # + context, cuBLAS, allocator reserve
+    res = runner.invoke(app, ["plan", str(proj), "--format", "json", "--top", "3"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.output)
+    rec = plan["recommendation"]
+    assert rec["layout"]["tp"] == 1 and rec["layout"]["dp"] == rec["gpus_per_server"]
+    assert rec["memory"]["peak_tensor_bytes"] == traced.peak_bytes
+    assert rec["fits"] and rec["time_hours"] > 0
+
+
+def test_a_traced_model_too_big_for_any_gpu_is_infeasible(models: str, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["plan", str(_project(tmp_path, f"{models}:huge"))])
+    assert res.exit_code == 1, res.output
+    assert "does not fit" in res.output and "GiB" in res.output
+
+
+def test_commands_that_need_an_architecture_say_so(models: str, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["fit", str(_project(tmp_path, f"{models}:mlp")), "--gpu", "l4-24gb"])
+    assert res.exit_code == 2 and "model.trace" in res.output

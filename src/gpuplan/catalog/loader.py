@@ -288,6 +288,10 @@ def load_project(path: str | Path) -> tuple[Project, Path]:
 
 def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
     """The architecture behind a project's `model` section."""
+    if ref.trace:
+        raise InputError(["model", "trace"], "a traced model has no architecture to derive layouts from: "
+                         "`gpuplan estimate` and `gpuplan plan` take it (data-parallel only), this command does not",
+                         "model.preset, model.hf_config or model.hf_id")
     if ref.preset:
         preset = find_preset(ref.preset)
         arch = arch_from_hf_config(preset.config, source=f"preset {preset.id}")

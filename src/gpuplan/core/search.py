@@ -53,7 +53,7 @@ class Config:
 @dataclass
 class SearchInputs:
     project: Project
-    arch: ModelArch
+    arch: ModelArch  # None for a traced model (search_traced)
     grown_arch: ModelArch
     catalog: Catalog
     speed: SpeedModel
@@ -511,3 +511,90 @@ def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
 
 __all__ = ["Config", "SearchInputs", "global_batch", "grow_arch", "grown_workload", "inference_configs",
            "max_gpus_per_server", "rank", "search", "training_configs", "training_tokens"]
+
+
+def search_traced(inp: SearchInputs, tr: object, objective: str) -> tuple[list[Candidate], list[Rejected], PlanStats]:
+    """The search for a traced model (`model.trace`): each GPU type x 1-8 data-parallel GPUs in one server, from
+    the trace's measured memory and FLOPs (core/traced.py). Time is for 1,000 batches of the factory's inputs,
+    spread over the GPUs."""
+    from gpuplan.core.traced import traced_device_bytes, traced_step_seconds
+    from gpuplan.trace.custom import CustomTraceResult
+
+    assert isinstance(tr, CustomTraceResult)
+    t0 = time.perf_counter()
+    proj = inp.project
+    cons = proj.constraints
+    headroom = cons.memory_headroom if cons else 0.10
+    rejected: list[Rejected] = []
+    gpus = allowed_gpus(inp, rejected)
+    budget = proj.goals.budget if proj.goals else None
+    horizon = proj.growth.horizon_months if proj.growth else 36
+    deadline_h = proj.goals.deadline_days * 24 if proj.goals and proj.goals.deadline_days else None
+    modality = proj.data.modality if proj.data else "text"
+    dataset_bytes = proj.data.size_gb * 1e9 if proj.data and proj.data.size_gb else 0.0
+    cands: list[Candidate] = []
+    evaluated = 0
+    for gpu in gpus:
+        max_ps = max_gpus_per_server(gpu, inp.catalog)
+        if cons and cons.max_gpus_per_server:
+            max_ps = min(max_ps, cons.max_gpus_per_server)
+        cap = int(gpu.memory_gib * GIB)
+        usable = int(cap * (1 - headroom))
+        for ps in (p for p in PER_SERVER if p <= max_ps and (tr.training or p == 1)):
+            evaluated += 1
+            reserved, device = traced_device_bytes(tr, ps, inp.overheads)
+            if device > usable:
+                rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1,
+                                         reason=f"does not fit: the traced step needs {device / GIB:,.1f} GiB per GPU, "
+                                                f"{usable / GIB:,.1f} GiB usable"))
+                break  # more data-parallel GPUs only add to each GPU's memory
+            step, parts = traced_step_seconds(tr, gpu, ps, inp.speed, ps)
+            needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=1, modality=modality,
+                                purpose=proj.goals.purpose if proj.goals else "experiment",
+                                dataset_bytes=dataset_bytes, weights_bytes=tr.parameters_bytes,
+                                checkpoint_bytes=tr.parameters_bytes + tr.optimizer_bytes)
+            spec, why = inp.build_server(needs)
+            if spec is None:
+                rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1, reason=why or "no server"))
+                continue
+            hours = 1000 * step / ps / 3600
+            rate = inp.rent_per_gpu_hour.get(gpu.id)
+            rent = None if rate is None else (rate * ps * hours if tr.training else rate * ps * 730.0 * horizon)
+            options = [(v, k) for v, k in ((spec.price_usd, "buy"), (rent, "rent")) if v is not None]
+            cost, basis = min(options) if options else (None, None)
+            if budget is not None:
+                local = None if cost is None else cost * inp.usd_to_budget
+                limit = budget.amount if budget.period == "total" else budget.amount * horizon
+                if local is None or local > limit:
+                    rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1, reason=(
+                        "no price to check against goals.budget" if local is None else
+                        f"over budget: {local:,.0f} {budget.currency}, budget {limit:,.0f} {budget.currency}")))
+                    continue
+            peak_phase = max(tr.phase_peaks, key=tr.phase_peaks.get) if tr.phase_peaks else "forward"
+            parts_b = {"weights": tr.parameters_bytes, "gradients": tr.gradients_bytes,
+                       "optimizer states": tr.optimizer_bytes, "activations": tr.other_bytes}
+            memory = MemoryOut(weights_bytes=tr.parameters_bytes, gradients_bytes=tr.gradients_bytes,
+                               optimizer_bytes=tr.optimizer_bytes, activations_bytes=tr.other_bytes, kv_cache_bytes=0,
+                               other_bytes=0, peak_tensor_bytes=tr.peak_bytes, reserved_bytes=reserved,
+                               device_bytes=device, peak_phase=peak_phase, phase_peaks_bytes=tr.phase_peaks,
+                               dominant=max(parts_b, key=parts_b.get), fits=True, headroom_bytes=cap - device)
+            reasons = [f"traced step: {tr.peak_bytes / GIB:,.2f} GiB tensor peak, {device / GIB:,.2f} GiB on the device "
+                       f"of {cap / GIB:,.1f}; {step * 1e3:,.1f} ms per step ("
+                       + ", ".join(f"{k} {v * 1e3:,.1f}" for k, v in parts.items() if v > 0) + " ms)",
+                       f"{ps} data-parallel GPU(s), each running the factory's batch; time is for 1,000 batches",
+                       "planned growth is not applied to a traced model: trace the grown model to check it"]
+            if deadline_h is not None and tr.training and hours > deadline_h:
+                reasons.append(f"1,000 batches take {hours:,.1f} h; the deadline applies to the whole run")
+            cands.append(Candidate(
+                gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=ps, servers=1,
+                layout={"zero": 0, "tp": 1, "pp": 1, "offload": "none", "dp": ps}, memory=memory, server=spec,
+                fits=True, fits_with_growth=True, grown_device_bytes=device,
+                storage_need_bytes=dataset_bytes + inp.checkpoints_kept * (tr.parameters_bytes + tr.optimizer_bytes),
+                price_usd=spec.price_usd, rent_usd=rent, cost_usd=cost, cost_basis=basis,
+                time_hours=hours if tr.training else None, request_latency_s=None if tr.training else step,
+                score=0.0, reasons=reasons))
+    stats = PlanStats(candidates_evaluated=evaluated, search_seconds=time.perf_counter() - t0, gpu_types=len(gpus))
+    return rank(cands, objective), rejected, stats
+
+
+__all__ += ["search_traced"]

@@ -80,7 +80,8 @@ def _duration(hours: float) -> str:
 
 def _speed_lines(result: EstimateResult) -> list[str]:
     c, t, inf = result.compute, result.time, result.inference
-    out = [f"Compute: {c.flops_per_token / 1e9:,.2f} GFLOP per token"
+    unit = "step of the traced batch" if result.model.origin.startswith("trace:") else "token"
+    out = [f"Compute: {c.flops_per_token / 1e9:,.2f} GFLOP per {unit}"
            + (f" ({c.hardware_flops_per_token / 1e9:,.2f} with recomputation)"
               if c.hardware_flops_per_token > c.flops_per_token * 1.001 else "")
            + (f", {c.flops_total:.3g} FLOP in all" if c.flops_total else "") + "."]

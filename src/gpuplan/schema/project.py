@@ -36,13 +36,17 @@ class ModelRef(_Section):
     preset: str | None = None
     hf_config: str | None = None
     hf_id: str | None = Field(None, pattern=r"^[\w.\-]+/[\w.\-]+$")
+    #: any PyTorch model: MODULE:FUNCTION returning (model, example_inputs), traced under FakeTensorMode
+    #: (runs your code; needs the `trace` extra). Its measured step feeds estimate and plan
+    trace: str | None = Field(None, pattern=r"^[\w.]+:[\w]+$")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ModelRef:
-        given = [k for k in ("preset", "hf_config", "hf_id") if getattr(self, k)]
+        given = [k for k in ("preset", "hf_config", "hf_id", "trace") if getattr(self, k)]
         if len(given) != 1:
             raise ValueError(
-                "give exactly one of preset, hf_config, hf_id" + (f" (got {', '.join(given)})" if given else "")
+                "give exactly one of preset, hf_config, hf_id, trace"
+                + (f" (got {', '.join(given)})" if given else "")
             )
         return self
 
