@@ -31,6 +31,13 @@ class Format(str, Enum):
     json = "json"
 
 
+class PlanFormat(str, Enum):
+    text = "text"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
 class Objective(str, Enum):
     cost = "cost"
     time = "time"
@@ -174,7 +181,12 @@ def plan(
     top: Annotated[int, typer.Option(min=1, help="How many candidates to show.")] = 8,
     headroom: Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
                                                                               "(default 0.10).")] = None,
-    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a "
+                                                                 "Markdown / self-contained HTML report.")] = PlanFormat.text,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the report to this file (never overwrites "
+                                                             "one without --force).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    lang: Annotated[str, typer.Option("--lang", help="Report language: en or fr.")] = "en",
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
 ) -> None:
@@ -192,10 +204,32 @@ def plan(
         return
     from gpuplan.report.plan import render_json, render_text
 
-    if format is Format.json:
-        typer.echo(render_json(result.model_copy(update={"candidates": result.candidates[:top]})))
+    try:
+        if out is not None and out.exists() and not force:
+            raise GpuplanError(f"--out: {out} exists; gpuplan never overwrites a file unless --force is given")
+        if format is PlanFormat.json:
+            text = render_json(result)
+        elif format is PlanFormat.md:
+            from gpuplan.report.document import render_markdown
+
+            text = render_markdown(result, lang=lang)
+        elif format is PlanFormat.html:
+            from gpuplan.report.document import render_html
+
+            text = render_html(result, lang=lang)
+        else:
+            if out is not None:
+                raise GpuplanError("--out writes a report: use --format md, html or json with it")
+            render_text(result, Console(), top=top)
+            return
+    except GpuplanError as exc:
+        _fail(exc)
+        return
+    if out is None:
+        typer.echo(text)
     else:
-        render_text(result, Console(), top=top)
+        out.write_text(text, encoding="utf-8")
+        Console(stderr=True).print(f"wrote {out}")
 
 
 @app.command()

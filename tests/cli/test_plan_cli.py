@@ -291,3 +291,25 @@ def test_fit_unknown_gpu_exits_2_with_a_suggestion() -> None:
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert "did you mean" in r.stderr and "rtx-4090-24gb" in r.stderr
+
+
+def test_report_out_never_overwrites_without_force(tmp_path) -> None:
+    from typer.testing import CliRunner as _Runner
+
+    from gpuplan.cli import app as _app
+
+    runner = _Runner()
+    out = tmp_path / "plan.html"
+    res = runner.invoke(_app, ["plan", "--example", "llama3-8b-qlora", "--format", "html", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") or html.lower().startswith("<!doctype html>")
+    assert html.count("<svg") == 4
+    out.write_text("mine")
+    res = runner.invoke(_app, ["plan", "--example", "llama3-8b-qlora", "--format", "md", "--out", str(out)])
+    assert res.exit_code == 2 and "--force" in res.output and out.read_text() == "mine"
+    res = runner.invoke(_app, ["plan", "--example", "llama3-8b-qlora", "--format", "md", "--out", str(out),
+                               "--force", "--lang", "fr"])
+    assert res.exit_code == 0 and out.read_text().startswith("# gpuplan plan")
+    res = runner.invoke(_app, ["plan", "--example", "llama3-8b-qlora", "--format", "md", "--lang", "de"])
+    assert res.exit_code == 2 and "en, fr" in res.output

@@ -1,0 +1,469 @@
+"""Render a PlanResult as a Markdown or a self-contained HTML report (with four inline SVG figures).
+Pure: a result in, a string out; nothing time-dependent, so the output is stable for snapshot tests."""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+
+from gpuplan.report.i18n import check_lang, t
+from gpuplan.schema.plan import Candidate, Deployment, PlanResult, Rejected
+from gpuplan.units import GIB
+
+MARK = {"pass": "✓", "warn": "!", "fail": "✗", "not evaluated": "–"}
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "other")
+MAX_REJECTED = 12
+
+
+# ---------------------------------------------------------------- shared pieces
+
+def _time(c: Candidate, lang: str) -> str:
+    if c.time_hours is not None:
+        h = c.time_hours
+        day = "d" if lang == "en" else "j"
+        txt = f"{h * 60:,.0f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} {day}")
+        if c.time is not None and c.time.wall_hours is None:
+            txt += " /1B tok"
+        return txt
+    if c.request_latency_s is not None:
+        return f"{c.request_latency_s:,.1f} s/req"
+    return "-"
+
+
+def _price(c: Candidate) -> str:
+    return "-" if c.price_usd is None else f"${c.price_usd:,.0f}"
+
+
+def _layout(c: Candidate) -> str:
+    lay = c.layout
+    if "replicas" in lay:
+        return f"tp={lay['tp']} x{lay['replicas']} replicas, batch {lay['batch_per_replica']}"
+    parts = [f"zero={lay['zero']}"] + [f"{k}={lay[k]}" for k in ("tp", "pp") if int(lay.get(k, 1)) > 1]
+    parts.append(f"mb={lay['micro_batch_size']}")
+    if lay.get("gradient_checkpointing"):
+        parts.append("ckpt")
+    return " ".join(parts)
+
+
+def _verdict(result: PlanResult, lang: str) -> list[str]:
+    rec = result.recommendation
+    if rec is None:
+        return [t("no_recommendation", lang)]
+    s = rec.server
+    out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
+             platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
+             layout=_layout(rec), time=_time(rec, lang), price=_price(rec),
+             mem=f"{rec.memory.device_bytes / GIB:,.1f}", grown=f"{rec.grown_device_bytes / GIB:,.1f}")]
+    if rec.deployment is not None:
+        d = rec.deployment
+        out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider, total=f"{d.total_cost:,.0f}",
+                     currency=d.currency, monthly=f"{d.monthly_cost:,.0f}"))
+    return out
+
+
+def _spec(c: Candidate, lang: str) -> str:
+    s = c.server
+    txt = t("spec", lang, cpu_sockets=s.cpu_sockets, cpu=s.cpu_model, cores=s.cpu_cores,
+            ram=f"{s.ram_bytes / 1e9:,.0f}", drives=s.drives, storage=f"{s.storage_bytes / 1e12:,.1f}",
+            read=f"{s.storage_read_gb_s:,.1f}", net=f"{s.network_gbit_s:,.0f}", power=f"{s.power_w / 1000:,.1f}",
+            btu=f"{s.cooling_btu_h:,.0f}", cooling=s.cooling)
+    if s.rack_units:
+        txt += ", " + t("rack_units", lang, u=s.rack_units)
+    return txt
+
+
+def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
+    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c),
+             f"{c.memory.device_bytes / GIB:,.1f}", _time(c, lang), _price(c), f"{c.score:,.2f}"]
+            for c in result.candidates]
+
+
+def _breakeven(d: Deployment, lang: str) -> str:
+    parts = []
+    for other, v in d.breakeven_months_vs.items():
+        when = t("be_never", lang) if v is None else t("be_now", lang) if v == 0 else t("be_month", lang, m=f"{v:,.1f}")
+        parts.append(t("be_vs", lang, other=other, when=when))
+    return ", ".join(parts)
+
+
+def _chosen(c: Candidate, d: Deployment) -> bool:
+    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
+
+
+def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
+    return [[(t("chosen", lang) + ": " if _chosen(c, d) else "") + d.option, d.provider, f"{d.upfront_cost:,.0f}",
+             f"{d.monthly_cost:,.0f}", f"{d.total_cost:,.0f} {d.currency}", _breakeven(d, lang)]
+            for d in c.deployments]
+
+
+def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
+    """GPUs with no candidate, each with the reason of its largest shape tried (as report/plan.py)."""
+    chosen = {c.gpu_id for c in result.candidates}
+    last: dict[str, Rejected] = {}
+    for r in result.rejected:
+        if r.gpu_id in chosen:
+            continue
+        prev = last.get(r.gpu_id)
+        if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
+            last[r.gpu_id] = r
+    lines = []
+    for r in last.values():
+        shape = ""
+        if r.gpus_per_server:
+            shape = " " + t("per_server", lang, n=r.gpus_per_server)
+            if r.servers > 1:
+                shape += " " + t("x_servers", lang, n=r.servers)
+        lines.append(f"✗ {r.gpu_id}{shape}: {r.reason}")
+    if len(lines) > MAX_REJECTED:
+        lines = lines[:MAX_REJECTED] + [t("more_rejected", lang, n=len(lines) - MAX_REJECTED)]
+    return lines
+
+
+def _sources(result: PlanResult, lang: str) -> list[str]:
+    out = [t("sources", lang)]
+    if lang != "en":
+        out.append(t("reasons_english", lang))
+    out.append(t("stats", lang, n=f"{result.stats.candidates_evaluated:,}", gpus=result.stats.gpu_types))
+    return out
+
+
+def _chosen_deployment(c: Candidate) -> Deployment | None:
+    return next((d for d in c.deployments if _chosen(c, d)), None)
+
+
+# ---------------------------------------------------------------- Markdown
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(_md_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _candidate_head(lang: str) -> list[str]:
+    return ["", *(t(k, lang) for k in ("col_gpu", "col_shape", "col_layout", "col_mem", "col_time", "col_price",
+                                       "col_score"))]
+
+
+def _deployment_head(lang: str) -> list[str]:
+    return [t(k, lang) for k in ("col_option", "col_provider", "col_upfront", "col_monthly", "col_total",
+                                 "col_breakeven")]
+
+
+def render_markdown(result: PlanResult, lang: str = "en") -> str:
+    """The plan as a Markdown report: verdict, server, candidates, checklist, deployments, FAQ, rejected GPUs,
+    notes and the assumptions and sources."""
+    check_lang(lang)
+    rec = result.recommendation
+    out = [f"# {t('title', lang, project=result.project)}", "", f"## {t('h_verdict', lang)}", "",
+           " ".join(_verdict(result, lang)), ""]
+    if rec is not None:
+        out += [f"## {t('h_server', lang)}", "", f"{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}", ""]
+        out += [f"- {r}" for r in rec.server.reasons + rec.reasons]
+        out += [f"- **{t('warning', lang)}**: {w}" for w in rec.server.warnings]
+        out.append("")
+    out += [f"## {t('h_candidates', lang)}", "",
+            t("candidates_caption", lang, shown=len(result.candidates), total=f"{result.stats.candidates_evaluated:,}"), ""]
+    out += _md_table(_candidate_head(lang), _candidate_rows(result, lang)) + [""]
+    out += [f"## {t('h_checklist', lang)}", ""]
+    out += _md_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
+                     [[item.item, f"{MARK[item.verdict]} {t('v_' + item.verdict, lang)}", "\n".join(item.reasons)]
+                      for item in result.checklist]) + [""]
+    if rec is not None:
+        out += [f"## {t('h_deployments', lang)}", ""]
+        if rec.deployments:
+            out += _md_table(_deployment_head(lang), _deployment_rows(rec, lang)) + [""]
+            if rec.deployment is not None:
+                out += [f"- {r}" for r in rec.deployment.reasons] + [""]
+            chosen = _chosen_deployment(rec)
+            if chosen is not None and chosen.assumptions:
+                out += [f"{t('deploy_assumptions', lang)}:", ""] + [f"- {a}" for a in chosen.assumptions] + [""]
+        else:
+            out += [t("no_deployments", lang), ""]
+    if result.faq:
+        out += [f"## {t('h_faq', lang)}", ""]
+        for f in result.faq:
+            out += [f"**{f.question}** {f.answer}.", ""] + [f"- {r}" for r in f.reasons]
+            out.append("")
+    rej = _rejected_lines(result, lang)
+    if rej:
+        out += [f"## {t('h_rejected', lang)}", ""] + [f"- {line}" for line in rej] + [""]
+    if result.notes:
+        out += [f"## {t('h_notes', lang)}", ""] + [f"- {n.message}" for n in result.notes] + [""]
+    out += [f"## {t('h_sources', lang)}", ""]
+    for para in _sources(result, lang):
+        out += [para, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ---------------------------------------------------------------- figures (matplotlib, SVG)
+
+def _gpu_vram_gib(gpu_id: str) -> float | None:
+    from gpuplan.catalog.hardware import builtin_catalog
+
+    row = builtin_catalog().gpus.rows.get(gpu_id)
+    return None if row is None else float(row.memory_gib)
+
+
+def _label(c: Candidate) -> str:
+    return f"{c.gpu_id} {c.gpus_per_server}x{c.servers}"
+
+
+def _no_data(ax: object, lang: str) -> None:
+    ax.text(0.5, 0.5, t("no_data", lang), ha="center", va="center", transform=ax.transAxes)  # type: ignore[attr-defined]
+    ax.set_axis_off()  # type: ignore[attr-defined]
+
+
+def _fig_memory(result: PlanResult, lang: str, fig: object) -> None:
+    ax = fig.subplots()  # type: ignore[attr-defined]
+    cands = list(reversed(result.candidates))
+    if not cands:
+        return _no_data(ax, lang)
+    ys = range(len(cands))
+    left = [0.0] * len(cands)
+    for part in (*MEMORY_PARTS, "rest"):
+        if part == "rest":
+            vals = [max(0.0, c.memory.device_bytes / GIB - lft) for c, lft in zip(cands, left)]
+        else:
+            vals = [getattr(c.memory, f"{part}_bytes") / GIB for c in cands]
+        if any(v > 0 for v in vals):
+            ax.barh(list(ys), vals, left=left, label=t(f"m_{part}", lang), height=0.6)
+            left = [lft + v for lft, v in zip(left, vals)]
+    first = True
+    for y, c in zip(ys, cands):
+        vram = _gpu_vram_gib(c.gpu_id)
+        if vram is not None:
+            ax.plot([vram, vram], [y - 0.4, y + 0.4], color="black", linewidth=2,
+                    label=t("l_vram", lang) if first else None)
+            first = False
+    ax.set_yticks(list(ys), [_label(c) for c in cands])
+    ax.set_xlabel(t("ax_gib", lang))
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def _fig_pareto(result: PlanResult, lang: str, fig: object) -> int:
+    ax = fig.subplots()  # type: ignore[attr-defined]
+    training = any(c.time_hours is not None for c in result.candidates)
+    pts = []
+    for c in result.candidates:
+        x = c.time_hours if training else c.request_latency_s
+        if x is not None and c.cost_usd is not None:
+            pts.append((c, x, c.cost_usd))
+    skipped = len(result.candidates) - len(pts)
+    if not pts:
+        _no_data(ax, lang)
+        return skipped
+    ax.scatter([p[2] for p in pts], [p[1] for p in pts], color="tab:blue")
+    for c, x, y in pts:
+        ax.annotate(_label(c), (y, x), textcoords="offset points", xytext=(5, 4), fontsize="small")
+    front = sorted((p for p in pts if p[0].pareto), key=lambda p: p[2])
+    if len(front) > 1:
+        ax.plot([p[2] for p in front], [p[1] for p in front], color="tab:orange", label=t("l_pareto", lang))
+    rec = next((p for p in pts if p[0] is result.recommendation), None)
+    if rec is None and result.recommendation is not None:
+        rec = next((p for p in pts if p[0] == result.recommendation), None)
+    if rec is not None:
+        ax.scatter([rec[2]], [rec[1]], s=200, facecolors="none", edgecolors="tab:red", linewidths=2,
+                   label=t("l_recommended", lang))
+    xs, ys = [p[2] for p in pts], [p[1] for p in pts]
+    if min(xs) > 0 and max(xs) / min(xs) > 20:
+        ax.set_xscale("log")
+    if min(ys) > 0 and max(ys) / min(ys) > 20:
+        ax.set_yscale("log")
+    if ax.get_xscale() == "linear":
+        ax.xaxis.set_major_formatter("{x:,.0f}")
+    ax.set_xlabel(t("ax_cost", lang))
+    ax.set_ylabel(t("ax_time_h" if training else "ax_latency", lang))
+    ax.legend(fontsize="small")
+    return skipped
+
+
+def _horizon_months(deps: list[Deployment]) -> float:
+    return max((d.total_cost / d.monthly_cost for d in deps if d.monthly_cost > 0), default=12.0)
+
+
+def _fig_tco(result: PlanResult, lang: str, fig: object) -> None:
+    ax = fig.subplots()  # type: ignore[attr-defined]
+    rec = result.recommendation
+    if rec is None or not rec.deployments:
+        return _no_data(ax, lang)
+    months = _horizon_months(rec.deployments)
+    steps = [months * i / 60 for i in range(61)]
+    first = True
+    for d in rec.deployments:
+        ax.plot(steps, [d.upfront_cost + d.running_monthly * m for m in steps], label=f"{d.option} ({d.provider})",
+                linewidth=3 if _chosen(rec, d) else 1.5)
+        for other, v in d.breakeven_months_vs.items():
+            if v is not None and 0 < v <= months:
+                ax.plot([v], [d.upfront_cost + d.running_monthly * v], "o", color="black",
+                        label=t("l_breakeven", lang) if first else None)
+                when = t("be_month", lang, m=f"{v:,.1f}")
+                ax.annotate(f"{when} vs {other}", (v, d.upfront_cost + d.running_monthly * v),
+                            textcoords="offset points", xytext=(5, -12), fontsize="small")
+                first = False
+    ax.set_xlabel(t("ax_month", lang))
+    ax.set_ylabel(t("ax_cumulative", lang, currency=rec.deployments[0].currency))
+    ax.set_xlim(0, months)
+    ax.yaxis.set_major_formatter("{x:,.0f}")
+    ax.legend(fontsize="small")
+
+
+def _fig_growth(result: PlanResult, lang: str, fig: object) -> None:
+    ax = fig.subplots()  # type: ignore[attr-defined]
+    cands = list(reversed(result.candidates))
+    if not cands:
+        return _no_data(ax, lang)
+    ys = list(range(len(cands)))
+    ax.barh([y + 0.2 for y in ys], [c.memory.device_bytes / GIB for c in cands], height=0.4, label=t("l_now", lang))
+    ax.barh([y - 0.2 for y in ys], [c.grown_device_bytes / GIB for c in cands], height=0.4, label=t("l_grown", lang))
+    first = True
+    for y, c in zip(ys, cands):
+        vram = _gpu_vram_gib(c.gpu_id)
+        if vram is not None:
+            ax.plot([vram, vram], [y - 0.45, y + 0.45], color="black", linewidth=2,
+                    label=t("l_vram", lang) if first else None)
+            first = False
+    ax.set_yticks(ys, [_label(c) for c in cands])
+    ax.set_xlabel(t("ax_gib", lang))
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+_SVG_HEAD = re.compile(r"\A.*?(?=<svg)", re.S)
+
+
+def _svg(draw: object) -> tuple[str, object]:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.hashsalt": "gpuplan", "svg.fonttype": "none", "font.size": 9}):
+        fig = Figure(figsize=(7.5, 3.6), layout="constrained")
+        extra = draw(fig)  # type: ignore[operator]
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    # drop the XML prolog and DOCTYPE: the SVG is inlined into HTML5
+    return _SVG_HEAD.sub("", buf.getvalue()).strip(), extra
+
+
+# ---------------------------------------------------------------- HTML
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 60rem; margin: 2rem auto;
+       padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
+h1 { font-size: 1.6rem; } h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; padding-bottom: .2rem; }
+table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9rem; }
+th, td { border: 1px solid #ccc; padding: .25rem .45rem; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+td.num { text-align: right; white-space: nowrap; }
+.verdict { font-size: 1.05rem; background: #eef5ff; border-left: 4px solid #2b6cb0; padding: .6rem .8rem; }
+.pass { color: #1f7a1f; } .warn { color: #a86400; } .fail { color: #b00020; } .not-evaluated { color: #777; }
+.warning { color: #a86400; }
+figure { margin: 1rem 0 1.5rem; page-break-inside: avoid; break-inside: avoid; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: .85rem; color: #444; }
+ul { padding-left: 1.3rem; }
+footer { font-size: .85rem; color: #444; border-top: 1px solid #ccc; margin-top: 2rem; }
+@media print {
+  body { max-width: none; margin: 0; font-size: 10pt; }
+  h2 { page-break-after: avoid; break-after: avoid; }
+  table, figure, tr { page-break-inside: avoid; break-inside: avoid; }
+  .verdict { background: none; }
+}
+""".strip()
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _html_table(head: list[str], rows: list[list[str]], num: set[int] = frozenset(),  # type: ignore[assignment]
+                raw: set[int] = frozenset()) -> list[str]:  # type: ignore[assignment]
+    out = ["<table>", "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead>", "<tbody>"]
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            body = cell if i in raw else _e(cell).replace("\n", "<br>")
+            cells.append(f'<td class="num">{body}</td>' if i in num else f"<td>{body}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return out + ["</tbody>", "</table>"]
+
+
+def _ul(items: list[str], cls: str = "") -> list[str]:
+    if not items:
+        return []
+    attr = f' class="{cls}"' if cls else ""
+    return [f"<ul{attr}>"] + [f"<li>{_e(i)}</li>" for i in items] + ["</ul>"]
+
+
+def _figure(svg: str, title: str, caption: str) -> list[str]:
+    return ["<figure>", svg, f"<figcaption><strong>{_e(title)}.</strong> {_e(caption)}</figcaption>", "</figure>"]
+
+
+def render_html(result: PlanResult, lang: str = "en") -> str:
+    """The plan as one self-contained HTML5 page (inline CSS, inline SVG figures, no script, no external
+    resource) with the content of the Markdown report and four figures, each captioned with its assumptions
+    and sources."""
+    check_lang(lang)
+    rec = result.recommendation
+    title = t("title", lang, project=result.project)
+    out = ["<!DOCTYPE html>", f'<html lang="{lang}">', "<head>", '<meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
+           f"<style>\n{CSS}\n</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>",
+           f"<h2>{_e(t('h_verdict', lang))}</h2>", f'<p class="verdict">{_e(" ".join(_verdict(result, lang)))}</p>']
+    if rec is not None:
+        out += [f"<h2>{_e(t('h_server', lang))}</h2>",
+                f"<p>{_e(f'{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}')}</p>"]
+        out += _ul(rec.server.reasons + rec.reasons)
+        out += _ul([f"{t('warning', lang)}: {w}" for w in rec.server.warnings], "warning")
+    out += [f"<h2>{_e(t('h_candidates', lang))}</h2>",
+            "<p>" + _e(t("candidates_caption", lang, shown=len(result.candidates),
+                         total=f"{result.stats.candidates_evaluated:,}")) + "</p>"]
+    out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
+    out += [f"<h2>{_e(t('h_checklist', lang))}</h2>"]
+    out += _html_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
+                       [[_e(item.item),
+                         f'<span class="{item.verdict.replace(" ", "-")}">{MARK[item.verdict]} '
+                         f"{_e(t('v_' + item.verdict, lang))}</span>",
+                         "<br>".join(_e(r) for r in item.reasons)] for item in result.checklist], raw={0, 1, 2})
+    if rec is not None:
+        out += [f"<h2>{_e(t('h_deployments', lang))}</h2>"]
+        if rec.deployments:
+            out += _html_table(_deployment_head(lang), _deployment_rows(rec, lang), num={2, 3, 4})
+            if rec.deployment is not None:
+                out += _ul(rec.deployment.reasons)
+            chosen = _chosen_deployment(rec)
+            if chosen is not None and chosen.assumptions:
+                out += [f"<p>{_e(t('deploy_assumptions', lang))}:</p>"] + _ul(chosen.assumptions)
+        else:
+            out += [f"<p>{_e(t('no_deployments', lang))}</p>"]
+
+    # figures
+    out += [f"<h2>{_e(t('h_figures', lang))}</h2>"]
+    svg, _ = _svg(lambda fig: _fig_memory(result, lang, fig))
+    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang))
+    svg, skipped = _svg(lambda fig: _fig_pareto(result, lang, fig))
+    cap = t("fig_pareto_caption", lang) + (" " + t("fig_pareto_skipped", lang, n=skipped) if skipped else "")
+    out += _figure(svg, t("fig_pareto", lang), cap)
+    svg, _ = _svg(lambda fig: _fig_tco(result, lang, fig))
+    out += _figure(svg, t("fig_tco", lang), t("fig_tco_caption", lang))
+    svg, _ = _svg(lambda fig: _fig_growth(result, lang, fig))
+    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang))
+
+    if result.faq:
+        out += [f"<h2>{_e(t('h_faq', lang))}</h2>"]
+        for f in result.faq:
+            out += [f"<p><strong>{_e(f.question)}</strong> {_e(f.answer)}.</p>"] + _ul(f.reasons)
+    rej = _rejected_lines(result, lang)
+    if rej:
+        out += [f"<h2>{_e(t('h_rejected', lang))}</h2>"] + _ul(rej)
+    if result.notes:
+        out += [f"<h2>{_e(t('h_notes', lang))}</h2>"] + _ul([n.message for n in result.notes])
+    out += ["<footer>", f"<h2>{_e(t('h_sources', lang))}</h2>"] + [f"<p>{_e(p)}</p>" for p in _sources(result, lang)]
+    out += ["</footer>", "</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["render_html", "render_markdown"]

@@ -1,0 +1,157 @@
+"""The fixed strings of the Markdown and HTML reports, in English and French. Reasons, notes and FAQ answers
+stay as gpuplan produced them (English); the French footer says so."""
+
+from __future__ import annotations
+
+from gpuplan.errors import InputError
+
+LANGS = ("en", "fr")
+
+#: key -> (English, French); `{name}` fields are filled by `t(key, lang, name=...)`
+STRINGS: dict[str, tuple[str, str]] = {
+    "title": ("gpuplan plan: {project}", "gpuplan plan : {project}"),
+    "h_verdict": ("Verdict", "Verdict"),
+    "h_server": ("Recommended server", "Serveur recommandé"),
+    "h_candidates": ("Candidates", "Configurations candidates"),
+    "h_checklist": ("Decision checklist", "Liste de contrôle de la décision"),
+    "h_deployments": ("Deployment options", "Options de déploiement"),
+    "h_faq": ("Questions and answers", "Questions et réponses"),
+    "h_rejected": ("GPUs not chosen, and why", "GPU écartés, et pourquoi"),
+    "h_notes": ("Notes", "Remarques"),
+    "h_figures": ("Figures", "Figures"),
+    "h_sources": ("Assumptions and sources", "Hypothèses et sources"),
+    "verdict": ("Recommended ({objective}): {servers} x {platform} with {gpus} x {gpu} ({gpu_id}), {layout}; "
+                "time {time}, price {price}; {mem} GiB per GPU ({grown} after growth).",
+                "Recommandation ({objective}) : {servers} x {platform} avec {gpus} x {gpu} ({gpu_id}), {layout} ; "
+                "durée {time}, prix {price} ; {mem} Gio par GPU ({grown} après croissance)."),
+    "verdict_deploy": ("Deployment: {option} ({provider}), {total} {currency} over the horizon, {monthly}/month.",
+                       "Déploiement : {option} ({provider}), {total} {currency} sur l'horizon, {monthly}/mois."),
+    "no_recommendation": ("No configuration qualifies.", "Aucune configuration ne convient."),
+    "objective_cost": ("cost", "coût"),
+    "objective_time": ("time", "durée"),
+    "objective_balanced": ("balanced", "équilibré"),
+    "spec": ("{cpu_sockets} x {cpu} ({cores} cores), {ram} GB RAM, {drives} x NVMe = {storage} TB at {read} GB/s, "
+             "{net} Gb/s network, {power} kW, {btu} BTU/h ({cooling})",
+             "{cpu_sockets} x {cpu} ({cores} cœurs), {ram} Go de RAM, {drives} x NVMe = {storage} To à {read} Go/s, "
+             "réseau {net} Gb/s, {power} kW, {btu} BTU/h ({cooling})"),
+    "rack_units": ("{u} U", "{u} U"),
+    "warning": ("warning", "attention"),
+    "candidates_caption": ("Best {shown} of {total}; * on the time/cost Pareto front.",
+                           "Les {shown} meilleures sur {total} ; * sur le front de Pareto durée/coût."),
+    "col_gpu": ("GPU", "GPU"),
+    "col_shape": ("per server x servers", "par serveur x serveurs"),
+    "col_layout": ("layout", "parallélisme"),
+    "col_mem": ("GiB/GPU", "Gio/GPU"),
+    "col_time": ("time", "durée"),
+    "col_price": ("price", "prix"),
+    "col_score": ("score", "score"),
+    "col_item": ("item", "point"),
+    "col_verdict": ("verdict", "verdict"),
+    "col_why": ("why", "pourquoi"),
+    "col_option": ("option", "option"),
+    "col_provider": ("provider", "fournisseur"),
+    "col_upfront": ("upfront", "investissement"),
+    "col_monthly": ("per month", "par mois"),
+    "col_total": ("total", "total"),
+    "col_breakeven": ("break-even", "point mort"),
+    "v_pass": ("pass", "conforme"),
+    "v_warn": ("warn", "à vérifier"),
+    "v_fail": ("fail", "non conforme"),
+    "v_not evaluated": ("not evaluated", "non évalué"),
+    "be_never": ("never", "jamais"),
+    "be_now": ("now", "dès le départ"),
+    "be_month": ("month {m}", "mois {m}"),
+    "be_vs": ("vs {other}: {when}", "face à {other} : {when}"),
+    "chosen": ("chosen", "retenue"),
+    "no_deployments": ("No price list covers this configuration: add quotes with --prices.",
+                       "Aucune liste de prix ne couvre cette configuration : ajoutez des devis avec --prices."),
+    "deploy_assumptions": ("Assumptions of the chosen option", "Hypothèses de l'option retenue"),
+    "more_rejected": ("… {n} more (--format json)", "… {n} de plus (--format json)"),
+    "per_server": ("{n} per server", "{n} par serveur"),
+    "x_servers": ("x {n} servers", "x {n} serveurs"),
+    "stats": ("{n} configurations over {gpus} GPU types evaluated.",
+              "{n} configurations évaluées sur {gpus} types de GPU."),
+    "sources": (
+        "Memory: gpuplan's estimator (activations from the measured table, see docs/accuracy.md). "
+        "Time: gpuplan's speed model, calibrated on published runs (the reasons say when a GPU family is not "
+        "calibrated). Prices: the built-in catalog and price lists, each with its source and date in the reasons "
+        "and assumptions above. VRAM: the catalog's memory per GPU; the plan keeps the project's memory headroom "
+        "free (10% by default). These are estimates to check against a quote and a trial run.",
+        "Mémoire : l'estimateur de gpuplan (activations issues de la table mesurée, voir docs/accuracy.md). "
+        "Durée : le modèle de vitesse de gpuplan, calibré sur des entraînements publiés (les raisons indiquent "
+        "quand une famille de GPU n'est pas calibrée). Prix : le catalogue intégré et les listes de prix, chacun "
+        "avec sa source et sa date dans les raisons et hypothèses ci-dessus. VRAM : la mémoire par GPU du "
+        "catalogue ; le plan garde libre la marge mémoire du projet (10 % par défaut). Ce sont des estimations à "
+        "vérifier par un devis et un essai."),
+    "reasons_english": ("", "Les raisons détaillées sont en anglais, telles que gpuplan les produit."),
+    "fig_memory": ("Memory per GPU of each candidate", "Mémoire par GPU de chaque configuration"),
+    "fig_memory_caption": (
+        "Memory per GPU by part, per candidate; the black mark is the GPU's VRAM. Assumptions: the plan's layout "
+        "and batch. Sources: gpuplan's estimator (measured activations, docs/accuracy.md); VRAM from the catalog "
+        "(memory_gib), of which the plan keeps the project's headroom free.",
+        "Mémoire par GPU, par poste, pour chaque configuration ; le trait noir est la VRAM du GPU. Hypothèses : "
+        "le parallélisme et le lot du plan. Sources : l'estimateur de gpuplan (activations mesurées, "
+        "docs/accuracy.md) ; VRAM du catalogue (memory_gib), dont le plan garde libre la marge du projet."),
+    "fig_pareto": ("Time against cost", "Durée en fonction du coût"),
+    "fig_pareto_caption": (
+        "Each candidate's time against its cost (the cheaper of buying and renting); the line joins the Pareto "
+        "front, the ring marks the recommendation. Sources: gpuplan's speed model (calibrated on published runs) "
+        "and the catalog prices with their dates.",
+        "Durée de chaque configuration en fonction de son coût (le moins cher de l'achat et de la location) ; la "
+        "ligne relie le front de Pareto, le cercle marque la recommandation. Sources : le modèle de vitesse de "
+        "gpuplan (calibré sur des entraînements publiés) et les prix du catalogue avec leurs dates."),
+    "fig_pareto_skipped": ("{n} candidate(s) without a time or a cost are not drawn.",
+                           "{n} configuration(s) sans durée ou sans coût ne sont pas tracées."),
+    "fig_tco": ("Cumulative cost over the horizon", "Coût cumulé sur l'horizon"),
+    "fig_tco_caption": (
+        "Cumulative cost of each way to get the recommended configuration: upfront cost plus running cost per "
+        "month (the residual value returns at the horizon, not drawn); dots mark break-even months. Sources: "
+        "the deployment assumptions listed above (prices, power, staff, depreciation, each with its source).",
+        "Coût cumulé de chaque façon d'obtenir la configuration recommandée : investissement initial plus coût "
+        "mensuel (la valeur résiduelle revient à l'horizon, non tracée) ; les points marquent les mois de point "
+        "mort. Sources : les hypothèses de déploiement listées ci-dessus (prix, énergie, personnel, "
+        "amortissement, chacune avec sa source)."),
+    "fig_growth": ("Memory now and after the planned growth", "Mémoire aujourd'hui et après la croissance prévue"),
+    "fig_growth_caption": (
+        "Memory per GPU today and with the growth the project plans (growth.model_scale, context_scale, "
+        "users_scale), against each GPU's VRAM. `gpuplan fit` gives the largest model that still fits. "
+        "Sources: gpuplan's estimator; VRAM from the catalog.",
+        "Mémoire par GPU aujourd'hui et avec la croissance que le projet prévoit (growth.model_scale, "
+        "context_scale, users_scale), face à la VRAM de chaque GPU. `gpuplan fit` donne le plus grand modèle "
+        "qui tient encore. Sources : l'estimateur de gpuplan ; VRAM du catalogue."),
+    "no_data": ("no data to draw", "aucune donnée à tracer"),
+    "ax_gib": ("GiB per GPU", "Gio par GPU"),
+    "ax_cost": ("cost (USD)", "coût (USD)"),
+    "ax_time_h": ("time (hours)", "durée (heures)"),
+    "ax_latency": ("request latency (s)", "latence par requête (s)"),
+    "ax_month": ("month", "mois"),
+    "ax_cumulative": ("cumulative cost ({currency})", "coût cumulé ({currency})"),
+    "l_vram": ("VRAM", "VRAM"),
+    "l_now": ("now", "aujourd'hui"),
+    "l_grown": ("after growth", "après croissance"),
+    "l_pareto": ("Pareto front", "front de Pareto"),
+    "l_recommended": ("recommended", "recommandée"),
+    "l_breakeven": ("break-even", "point mort"),
+    "m_weights": ("weights", "poids"),
+    "m_gradients": ("gradients", "gradients"),
+    "m_optimizer": ("optimizer", "optimiseur"),
+    "m_activations": ("activations", "activations"),
+    "m_kv_cache": ("KV cache", "cache KV"),
+    "m_other": ("other", "autres"),
+    "m_rest": ("peak and allocator", "pic et allocateur"),
+}
+
+
+def check_lang(lang: str) -> str:
+    if lang not in LANGS:
+        raise InputError(["--lang"], f"no report language {lang!r}", ", ".join(LANGS))
+    return lang
+
+
+def t(key: str, lang: str = "en", **fields: object) -> str:
+    """The report string `key` in `lang` ("en" or "fr"), with `fields` filled in."""
+    text = STRINGS[key][LANGS.index(check_lang(lang))]
+    return text.format(**fields) if fields else text
+
+
+__all__ = ["LANGS", "STRINGS", "check_lang", "t"]

@@ -1,0 +1,127 @@
+"""Snapshot tests of the Markdown and HTML reports (report/document.py) for the built-in examples.
+
+Regenerate the snapshots after an intended change: GPUPLAN_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_reports.py
+The HTML snapshots hold the page with each SVG figure replaced by a placeholder, so that plot details (tick
+positions, path data) do not break them; the figures are checked structurally instead."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuplan import api
+from gpuplan.catalog.loader import example_names, example_path
+from gpuplan.errors import InputError
+from gpuplan.report.document import render_html, render_markdown
+from gpuplan.report.i18n import STRINGS, t
+from gpuplan.schema.plan import PlanResult
+
+SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
+UPDATE = os.environ.get("GPUPLAN_UPDATE_SNAPSHOTS") == "1"
+NAMES = example_names()
+FR_EXAMPLE = "llama3-70b-serving"
+SVG = re.compile(r"<svg\b.*?</svg>", re.S)
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(name: str) -> PlanResult:
+    return api.plan(example_path(name), top=5)
+
+
+@functools.lru_cache(maxsize=None)
+def _html(name: str, lang: str = "en") -> str:
+    return render_html(_plan(name), lang)
+
+
+def _strip_svg(page: str) -> str:
+    return SVG.sub("<svg><!-- figure --></svg>", page)
+
+
+def _check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if UPDATE:
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"snapshot {path} is missing: create it with "
+                    "GPUPLAN_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_reports.py")
+    want = path.read_text(encoding="utf-8")
+    assert text == want, (f"report differs from {path}; if the change is intended, regenerate with "
+                          "GPUPLAN_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_reports.py")
+
+
+CASES = [(n, "en") for n in NAMES] + [(FR_EXAMPLE, "fr")]
+
+
+@pytest.mark.parametrize(("name", "lang"), CASES)
+def test_markdown_snapshot(name: str, lang: str) -> None:
+    _check_snapshot(f"{name}.{lang}.md", render_markdown(_plan(name), lang))
+
+
+@pytest.mark.parametrize(("name", "lang"), CASES)
+def test_html_snapshot(name: str, lang: str) -> None:
+    _check_snapshot(f"{name}.{lang}.html", _strip_svg(_html(name, lang)))
+
+
+@pytest.mark.parametrize(("name", "lang"), CASES)
+def test_html_is_self_contained(name: str, lang: str) -> None:
+    page = _html(name, lang)
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("<svg") == 4
+    assert page.count("<figcaption>") == 4
+    assert "@media print" in page
+    assert "<script" not in page.lower()
+    external = re.findall(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert external == []
+    assert "url(http" not in page and "@import" not in page
+    assert _plan(name).recommendation.gpu_id in SVG.sub("", page)
+    assert len(page.encode()) < 1_500_000
+
+
+def test_html_is_deterministic() -> None:
+    res = _plan(NAMES[0])
+    assert render_html(res) == _html(NAMES[0])
+
+
+def test_markdown_has_the_sections() -> None:
+    res = _plan("llama3-70b-serving")
+    md = render_markdown(res)
+    for key in ("h_verdict", "h_server", "h_candidates", "h_checklist", "h_deployments", "h_sources"):
+        assert f"## {t(key)}" in md
+    assert res.recommendation.gpu_id in md
+    assert re.search(r"\| [✓!✗–] ", md)
+
+
+HEADINGS = [k for k in STRINGS if k.startswith("h_")]
+
+
+def test_french_headings() -> None:
+    res = _plan(FR_EXAMPLE)
+    for text in (render_markdown(res, "fr"), _strip_svg(_html(FR_EXAMPLE, "fr"))):
+        assert "Serveur recommandé" in text and "Hypothèses et sources" in text
+        assert "les raisons détaillées sont en anglais" in text.lower()
+        for key in HEADINGS:
+            en, fr = STRINGS[key]
+            if en != fr:
+                assert en not in text, f"English heading {en!r} in the French report"
+    assert '<html lang="fr">' in _html(FR_EXAMPLE, "fr")
+
+
+def test_every_string_has_both_languages() -> None:
+    for key, (en, fr) in STRINGS.items():
+        assert fr or key == "reasons_english", key
+        assert en or key == "reasons_english", key
+
+
+def test_unknown_language() -> None:
+    res = _plan(NAMES[0])
+    with pytest.raises(InputError) as err:
+        render_markdown(res, "de")
+    assert err.value.loc == ("--lang",) and "en, fr" in str(err.value)
+    with pytest.raises(InputError):
+        render_html(res, "de")
