@@ -253,7 +253,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     shown = _with_deployments(proj, shown, catalog, fx, currency, price_files)
     rec = shown[0]
     host, needs = load_host_support()
-    checklist = build_checklist(proj, rec, catalog, fx[currency])
+    checklist = build_checklist(proj, rec, catalog)
     faq = build_faq(proj, rec, candidates, rejected, catalog, host, needs)
     notes = list(inp.notes)
     if catalog_files:

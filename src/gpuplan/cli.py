@@ -249,7 +249,7 @@ def cost(
     except GpuplanError as exc:
         _fail(exc)
         return
-    from gpuplan.report.plan import render_costs_text, render_json
+    from gpuplan.report.plan import render_costs_text
 
     if format is Format.json:
         import json
@@ -264,7 +264,6 @@ def cost(
                                               for c in result.candidates[:top]]}, indent=2))
     else:
         render_costs_text(result, Console(), top=top)
-    del render_json
 
 
 class TracePrecision(str, Enum):

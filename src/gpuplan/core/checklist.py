@@ -48,14 +48,12 @@ def synergy_item(rec: Candidate | None) -> ChecklistItem:
     if rec is None:
         return ChecklistItem(item="System synergy", verdict="fail", reasons=["no server to balance"])
     s = rec.server
-    vram = rec.memory.device_bytes  # per GPU used; compare RAM with the cards' full memory below
     reasons = [f"{s.cpu_sockets} x {s.cpu_model}: {s.cpu_cores} cores for {s.gpus} GPUs "
                f"({s.cpu_cores / s.gpus:,.1f} per GPU)",
                f"RAM {s.ram_bytes / 1e9:,.0f} GB", f"NVMe {s.storage_bytes / 1e12:,.1f} TB at "
                f"{s.storage_read_gb_s:,.1f} GB/s read", f"network {s.network_gbit_s:,.0f} Gb/s",
                f"PCIe lanes {s.pcie_lanes_needed} needed, {s.pcie_lanes_available} from the CPUs",
                f"power {s.power_w / 1000:,.1f} kW, cooling {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"]
-    del vram
     verdict = "warn" if s.warnings else "pass"
     reasons += [f"warning: {w}" for w in s.warnings]
     return ChecklistItem(item="System synergy", verdict=verdict, reasons=reasons)
@@ -85,7 +83,7 @@ def growth_item(rec: Candidate | None, project: Project, catalog: Catalog) -> Ch
     return ChecklistItem(item="Growth plan", verdict=verdict, reasons=reasons)
 
 
-def cost_item(rec: Candidate | None, project: Project, usd_to_budget: float) -> ChecklistItem:
+def cost_item(rec: Candidate | None, project: Project) -> ChecklistItem:
     if rec is None:
         return ChecklistItem(item="Total cost", verdict="fail", reasons=["no candidate"])
     b = project.goals.budget if project.goals else None
@@ -111,7 +109,6 @@ def cost_item(rec: Candidate | None, project: Project, usd_to_budget: float) -> 
     else:
         ok = d.monthly_cost <= b.amount
         reasons.append(f"budget {b.amount:,.0f} {b.currency} per month")
-    del usd_to_budget
     return ChecklistItem(item="Total cost", verdict="pass" if ok else "fail", reasons=reasons)
 
 
@@ -128,14 +125,13 @@ def deployment_item(rec: Candidate | None) -> ChecklistItem:
                          reasons=[f"{d.option} ({d.provider})", *d.reasons, *warnings])
 
 
-def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog,
-                    usd_to_budget: float) -> list[ChecklistItem]:
+def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog) -> list[ChecklistItem]:
     return [
         vram_item(rec, project, catalog),
         synergy_item(rec),
         growth_item(rec, project, catalog),
         deployment_item(rec),
-        cost_item(rec, project, usd_to_budget),
+        cost_item(rec, project),
     ]
 
 

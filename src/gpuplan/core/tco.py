@@ -108,8 +108,8 @@ def _on_prem(cfg: Config, use: Usage, a: Assumptions, currency: str) -> Deployme
                       assumptions=ass)
 
 
-def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], fx: dict[str, float], currency: str,
-             a: Assumptions) -> list[Deployment]:
+def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], fx: dict[str, float],
+             currency: str) -> list[Deployment]:
     out = []
     for o in offers:
         if o.gpu_id != cfg.gpu_id or o.gpus < 1:
@@ -131,7 +131,6 @@ def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], fx: dict[str, 
         out.append(Deployment(option="managed", provider=f"{o.provider} {o.id}", monthly_cost=total / use.horizon_months,
                               total_cost=total, upfront_cost=setup, running_monthly=monthly, currency=currency,
                               assumptions=ass))
-    del a
     return out
 
 
@@ -173,10 +172,10 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
         if d is not None:
             deps.append(d)
     if "managed" in options:
-        deps += _managed(cfg, use, hosting, fx, currency, a)
+        deps += _managed(cfg, use, hosting, fx, currency)
     if "cloud" in options:
         deps += _cloud(cfg, use, cloud, fx, currency, a)
-    deps = [_per_unit(d, cfg, use) for d in deps]
+    deps = [_per_unit(d, use) for d in deps]
     on_demand = next((d for d in deps if d.provider == "cloud on-demand"), None)
     if on_demand is not None and on_demand.price_per_gpu_hour:
         n = cfg.gpus_per_server * cfg.servers
@@ -195,7 +194,7 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
     return out
 
 
-def _per_unit(d: Deployment, cfg: Config, use: Usage) -> Deployment:
+def _per_unit(d: Deployment, use: Usage) -> Deployment:
     upd: dict[str, float | None] = {}
     months = use.horizon_months
     if use.run_hours:
@@ -204,7 +203,6 @@ def _per_unit(d: Deployment, cfg: Config, use: Usage) -> Deployment:
     if use.tokens_per_s:
         tokens = use.tokens_per_s * 3600 * HOURS_PER_MONTH * months * use.utilization
         upd["cost_per_million_tokens"] = d.total_cost / (tokens / 1e6) if tokens > 0 else None
-    del cfg
     return d.model_copy(update=upd)
 
 
