@@ -134,3 +134,12 @@ def test_a_traced_model_too_big_for_any_gpu_is_infeasible(models: str, tmp_path:
 def test_commands_that_need_an_architecture_say_so(models: str, tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["fit", str(_project(tmp_path, f"{models}:mlp")), "--gpu", "l4-24gb"])
     assert res.exit_code == 2 and "model.trace" in res.output
+
+
+def test_a_traced_plan_renders_as_text_and_reports(models: str, tmp_path: Path) -> None:
+    """A traced candidate's layout has no micro-batch: every renderer must still work."""
+    proj = str(_project(tmp_path, f"{models}:with_loss"))
+    runner = CliRunner()
+    for args in ([], ["--format", "md"], ["--format", "html"]):
+        res = runner.invoke(app, ["plan", proj, "--top", "2", *args])
+        assert res.exit_code == 0, res.output

@@ -8,7 +8,9 @@ import io
 import re
 
 from gpuplan.report.i18n import check_lang, t
-from gpuplan.schema.plan import Candidate, Deployment, PlanResult, Rejected
+from gpuplan.report.plan import (chosen_deployment, is_chosen, layout_text, price_text, time_text,
+                                 unchosen_gpus)
+from gpuplan.schema.plan import Candidate, Deployment, PlanResult
 from gpuplan.units import GIB
 
 MARK = {"pass": "✓", "warn": "!", "fail": "✗", "not evaluated": "–"}
@@ -19,31 +21,7 @@ MAX_REJECTED = 12
 # ---------------------------------------------------------------- shared pieces
 
 def _time(c: Candidate, lang: str) -> str:
-    if c.time_hours is not None:
-        h = c.time_hours
-        day = "d" if lang == "en" else "j"
-        txt = f"{h * 60:,.0f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} {day}")
-        if c.time is not None and c.time.wall_hours is None:
-            txt += " /1B tok"
-        return txt
-    if c.request_latency_s is not None:
-        return f"{c.request_latency_s:,.1f} s/req"
-    return "-"
-
-
-def _price(c: Candidate) -> str:
-    return "-" if c.price_usd is None else f"${c.price_usd:,.0f}"
-
-
-def _layout(c: Candidate) -> str:
-    lay = c.layout
-    if "replicas" in lay:
-        return f"tp={lay['tp']} x{lay['replicas']} replicas, batch {lay['batch_per_replica']}"
-    parts = [f"zero={lay['zero']}"] + [f"{k}={lay[k]}" for k in ("tp", "pp") if int(lay.get(k, 1)) > 1]
-    parts.append(f"mb={lay['micro_batch_size']}")
-    if lay.get("gradient_checkpointing"):
-        parts.append("ckpt")
-    return " ".join(parts)
+    return time_text(c, day="d" if lang == "en" else "j")
 
 
 def _verdict(result: PlanResult, lang: str) -> list[str]:
@@ -53,7 +31,7 @@ def _verdict(result: PlanResult, lang: str) -> list[str]:
     s = rec.server
     out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
              platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=_layout(rec), time=_time(rec, lang), price=_price(rec),
+             layout=layout_text(rec), time=_time(rec, lang), price=price_text(rec),
              mem=f"{rec.memory.device_bytes / GIB:,.1f}", grown=f"{rec.grown_device_bytes / GIB:,.1f}")]
     if rec.deployment is not None:
         d = rec.deployment
@@ -74,8 +52,8 @@ def _spec(c: Candidate, lang: str) -> str:
 
 
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
-    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c),
-             f"{c.memory.device_bytes / GIB:,.1f}", _time(c, lang), _price(c), f"{c.score:,.2f}"]
+    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_text(c),
+             f"{c.memory.device_bytes / GIB:,.1f}", _time(c, lang), price_text(c), f"{c.score:,.2f}"]
             for c in result.candidates]
 
 
@@ -87,28 +65,17 @@ def _breakeven(d: Deployment, lang: str) -> str:
     return ", ".join(parts)
 
 
-def _chosen(c: Candidate, d: Deployment) -> bool:
-    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
-
-
 def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
-    return [[(t("chosen", lang) + ": " if _chosen(c, d) else "") + d.option, d.provider, f"{d.upfront_cost:,.0f}",
+    return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider,
+             f"{d.upfront_cost:,.0f}",
              f"{d.monthly_cost:,.0f}", f"{d.total_cost:,.0f} {d.currency}", _breakeven(d, lang)]
             for d in c.deployments]
 
 
 def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
     """GPUs with no candidate, each with the reason of its largest shape tried (as report/plan.py)."""
-    chosen = {c.gpu_id for c in result.candidates}
-    last: dict[str, Rejected] = {}
-    for r in result.rejected:
-        if r.gpu_id in chosen:
-            continue
-        prev = last.get(r.gpu_id)
-        if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
-            last[r.gpu_id] = r
     lines = []
-    for r in last.values():
+    for r in unchosen_gpus(result):
         shape = ""
         if r.gpus_per_server:
             shape = " " + t("per_server", lang, n=r.gpus_per_server)
@@ -126,10 +93,6 @@ def _sources(result: PlanResult, lang: str) -> list[str]:
         out.append(t("reasons_english", lang))
     out.append(t("stats", lang, n=f"{result.stats.candidates_evaluated:,}", gpus=result.stats.gpu_types))
     return out
-
-
-def _chosen_deployment(c: Candidate) -> Deployment | None:
-    return next((d for d in c.deployments if _chosen(c, d)), None)
 
 
 # ---------------------------------------------------------------- Markdown
@@ -179,7 +142,7 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
             out += _md_table(_deployment_head(lang), _deployment_rows(rec, lang)) + [""]
             if rec.deployment is not None:
                 out += [f"- {r}" for r in rec.deployment.reasons] + [""]
-            chosen = _chosen_deployment(rec)
+            chosen = chosen_deployment(rec)
             if chosen is not None and chosen.assumptions:
                 out += [f"{t('deploy_assumptions', lang)}:", ""] + [f"- {a}" for a in chosen.assumptions] + [""]
         else:
@@ -296,7 +259,7 @@ def _fig_tco(result: PlanResult, lang: str, fig: object) -> None:
     first = True
     for d in rec.deployments:
         ax.plot(steps, [d.upfront_cost + d.running_monthly * m for m in steps], label=f"{d.option} ({d.provider})",
-                linewidth=3 if _chosen(rec, d) else 1.5)
+                linewidth=3 if is_chosen(rec, d) else 1.5)
         for other, v in d.breakeven_months_vs.items():
             if v is not None and 0 < v <= months:
                 ax.plot([v], [d.upfront_cost + d.running_monthly * v], "o", color="black",
@@ -434,7 +397,7 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
             out += _html_table(_deployment_head(lang), _deployment_rows(rec, lang), num={2, 3, 4})
             if rec.deployment is not None:
                 out += _ul(rec.deployment.reasons)
-            chosen = _chosen_deployment(rec)
+            chosen = chosen_deployment(rec)
             if chosen is not None and chosen.assumptions:
                 out += [f"<p>{_e(t('deploy_assumptions', lang))}:</p>"] + _ul(chosen.assumptions)
         else:

@@ -8,7 +8,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
-from gpuplan.schema.plan import Candidate, FitResult, PlanResult, Rejected
+from gpuplan.schema.plan import Candidate, Deployment, FitResult, PlanResult, Rejected
 from gpuplan.units import GIB
 
 VERDICT = {"pass": "[green]pass[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]",
@@ -19,10 +19,11 @@ def render_json(result: PlanResult | FitResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
 
-def _time(c: Candidate) -> str:
+def time_text(c: Candidate, day: str = "d") -> str:
+    """A candidate's time: the run's wall time (per 1e9 tokens when the run has no length), or a request's."""
     if c.time_hours is not None:
         h = c.time_hours
-        txt = f"{h * 60:,.0f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} d")
+        txt = f"{h * 60:,.0f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} {day}")
         if c.time is not None and c.time.wall_hours is None:
             txt += " /1B tok"
         return txt
@@ -31,19 +32,42 @@ def _time(c: Candidate) -> str:
     return "-"
 
 
-def _price(c: Candidate) -> str:
+def price_text(c: Candidate) -> str:
     return "-" if c.price_usd is None else f"${c.price_usd:,.0f}"
 
 
-def _layout(c: Candidate) -> str:
+def layout_text(c: Candidate) -> str:
     lay = c.layout
     if "replicas" in lay:
         return f"tp={lay['tp']} x{lay['replicas']} replicas, batch {lay['batch_per_replica']}"
-    parts = [f"zero={lay['zero']}"] + [f"{k}={lay[k]}" for k in ("tp", "pp") if int(lay[k]) > 1]
-    parts.append(f"mb={lay['micro_batch_size']}")
+    parts = [f"zero={lay['zero']}"] + [f"{k}={lay[k]}" for k in ("tp", "pp") if int(lay.get(k, 1)) > 1]
+    if "micro_batch_size" in lay:
+        parts.append(f"mb={lay['micro_batch_size']}")
     if lay.get("gradient_checkpointing"):
         parts.append("ckpt")
     return " ".join(parts)
+
+
+def unchosen_gpus(result: PlanResult) -> list[Rejected]:
+    """GPUs with no candidate at all, each with the reason of its largest shape tried (the smaller ones usually
+    fail for a reason the larger one removes)."""
+    chosen = {c.gpu_id for c in result.candidates}
+    last: dict[str, Rejected] = {}
+    for r in result.rejected:
+        if r.gpu_id in chosen:
+            continue
+        prev = last.get(r.gpu_id)
+        if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
+            last[r.gpu_id] = r
+    return list(last.values())
+
+
+def is_chosen(c: Candidate, d: Deployment) -> bool:
+    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
+
+
+def chosen_deployment(c: Candidate) -> Deployment | None:
+    return next((d for d in c.deployments if is_chosen(c, d)), None)
 
 
 def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
@@ -52,8 +76,8 @@ def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
     if rec is not None:
         s = rec.server
         head = (f"[bold]Recommended[/bold] ({result.objective}): {rec.servers} x {s.platform_name} with "
-                f"{rec.gpus_per_server} x {rec.gpu_name}, {_layout(rec)}\n"
-                f"time {_time(rec)}, price {_price(rec)}; {rec.memory.device_bytes / GIB:,.1f} GiB per GPU "
+                f"{rec.gpus_per_server} x {rec.gpu_name}, {layout_text(rec)}\n"
+                f"time {time_text(rec)}, price {price_text(rec)}; {rec.memory.device_bytes / GIB:,.1f} GiB per GPU "
                 f"({rec.grown_device_bytes / GIB:,.1f} after growth)\n"
                 f"server: {s.cpu_sockets} x {s.cpu_model} ({s.cpu_cores} cores), {s.ram_bytes / 1e9:,.0f} GB RAM, "
                 f"{s.drives} x NVMe = {s.storage_bytes / 1e12:,.1f} TB at {s.storage_read_gb_s:,.1f} GB/s, "
@@ -71,8 +95,8 @@ def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
     for col in ("", "GPU", "per server x servers", "layout", "GiB/GPU", "time", "price", "score"):
         t.add_column(col, justify="right" if col in ("GiB/GPU", "time", "price", "score") else "left")
     for c in result.candidates[:top]:
-        t.add_row("*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c),
-                  f"{c.memory.device_bytes / GIB:,.1f}", _time(c), _price(c), f"{c.score:,.2f}")
+        t.add_row("*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_text(c),
+                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), price_text(c), f"{c.score:,.2f}")
     blocks.append(t)
     ck = Table(title="Decision checklist")
     ck.add_column("item")
@@ -85,18 +109,8 @@ def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
     if faq:
         blocks.append("\n".join(faq))
     if result.rejected:
-        # GPUs with no candidate at all, each with the reason of its largest shape tried (the smaller ones
-        # usually fail for a reason the larger one removes)
-        chosen = {c.gpu_id for c in result.candidates}
-        last: dict[str, Rejected] = {}
-        for r in result.rejected:
-            if r.gpu_id in chosen:
-                continue
-            prev = last.get(r.gpu_id)
-            if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
-                last[r.gpu_id] = r
         lines = []
-        for r in last.values():
+        for r in unchosen_gpus(result):
             shape = (f" {r.gpus_per_server} per server" + (f" x {r.servers} servers" if r.servers > 1 else "")
                      if r.gpus_per_server else "")
             lines.append(f"✗ {r.gpu_id}{shape}: {r.reason}")
@@ -140,13 +154,13 @@ def render_costs_text(result: PlanResult, console: Console, top: int = 1) -> Non
                     f"{d.cost_per_million_tokens:,.2f} / M tok" if d.cost_per_million_tokens is not None else "-")
             be = ", ".join(f"vs {k}: " + ("never" if v is None else "now" if v == 0 else f"month {v:,.1f}")
                            for k, v in d.breakeven_months_vs.items())
-            mark = "→ " if c.deployment and d.provider == c.deployment.provider else ""
+            mark = "→ " if is_chosen(c, d) else ""
             t.add_row(mark + d.option, d.provider, f"{d.upfront_cost:,.0f}", f"{d.monthly_cost:,.0f}",
                       f"{d.total_cost:,.0f} {d.currency}", unit, be)
         lines: list[object] = [t]
         if c.deployment is not None:
             lines.append("\n".join(f"· {r}" for r in c.deployment.reasons))
-        chosen = next((d for d in c.deployments if c.deployment and d.provider == c.deployment.provider), None)
+        chosen = chosen_deployment(c)
         if chosen is not None:
             lines.append("Assumptions: " + "; ".join(chosen.assumptions))
             for w in chosen.warnings:
