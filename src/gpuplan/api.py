@@ -11,28 +11,17 @@ from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
 from gpuplan.catalog.loader import (load_activation_table, load_overheads, load_project, load_speed_model,
                                     parse_project, resolve_model)
 from gpuplan.core.flops import forward_flops, training_flops
-from gpuplan.core.memory import estimate_memory, resolve
+from gpuplan.core.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.params import count_params
+from gpuplan.core.search import training_tokens
 from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InfeasibleError, InputError
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.plan import Candidate, FitResult, PlanResult, Rejected
 from gpuplan.schema.project import Constraints, Deployment, Hardware, Layout, Project
-from gpuplan.schema.result import EstimateResult, HardwareInfo, MemoryOut, ModelInfo
+from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
-
-
-def training_tokens(project: Project, tok_sample: int) -> tuple[float | None, str | None]:
-    """Tokens (images for CNNs) a training run processes, and how they were derived: workload.tokens, or
-    workload.epochs x data.samples x tokens per sample (each sample padded or packed to the sequence)."""
-    w, d = project.workload, project.data
-    if w.tokens:
-        return w.tokens, "workload.tokens"
-    if w.epochs and d and d.samples:
-        return w.epochs * d.samples * tok_sample, (f"workload.epochs ({w.epochs:g}) x data.samples ({d.samples:,}) "
-                                                   f"x {tok_sample} tokens per sample")
-    return None, None
 
 
 def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
@@ -113,13 +102,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
             inference, compute = speed.inference, speed.compute
             notes += speed.notes
     gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
-    bd = mem.breakdown
-    memory = MemoryOut(
-        **bd.model_dump(), peak_tensor_bytes=mem.peak_tensor_bytes, reserved_bytes=mem.reserved_bytes,
-        device_bytes=mem.device_bytes, peak_phase=mem.peak_phase, phase_peaks_bytes=mem.phase_peaks_bytes,
-        dominant=mem.dominant, fits=None if gpu_bytes is None else mem.device_bytes <= gpu_bytes,
-        headroom_bytes=None if gpu_bytes is None else gpu_bytes - mem.device_bytes,
-    )
+    memory = memory_out(mem, gpu_bytes)
     inference_keys = {"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
                       "prefill_tokens", "target_latency_s"}
     training_keys = {"precision", "optimizer", "optimizer_implementation", "micro_batch_size", "global_batch_size",
@@ -161,20 +144,12 @@ def _trace_project(proj: Project, base_dir: Path | None) -> Any:
 
 def _estimate_traced(project: Project, base_dir: Path | None, gpu_row: Any, gpus: int,
                      catalog_notes: list[Note]) -> EstimateResult:
-    from gpuplan.core.traced import traced_device_bytes, traced_step_seconds
+    from gpuplan.core.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
 
     tr = _trace_project(project, base_dir)
     reserved, device = traced_device_bytes(tr, gpus, load_overheads())
     gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
-    parts = {"weights": tr.parameters_bytes, "gradients": tr.gradients_bytes, "optimizer states": tr.optimizer_bytes,
-             "activations": tr.other_bytes}
-    memory = MemoryOut(weights_bytes=tr.parameters_bytes, gradients_bytes=tr.gradients_bytes,
-                       optimizer_bytes=tr.optimizer_bytes, activations_bytes=tr.other_bytes, kv_cache_bytes=0,
-                       other_bytes=0, peak_tensor_bytes=tr.peak_bytes, reserved_bytes=reserved, device_bytes=device,
-                       peak_phase=max(tr.phase_peaks, key=tr.phase_peaks.get) if tr.phase_peaks else "forward",
-                       phase_peaks_bytes=tr.phase_peaks, dominant=max(parts, key=parts.get),
-                       fits=None if gpu_bytes is None else device <= gpu_bytes,
-                       headroom_bytes=None if gpu_bytes is None else gpu_bytes - device)
+    memory = traced_memory_out(tr, reserved, device, gpu_bytes)
     notes = [*catalog_notes, Note(code="traced-model", message=f"measured by tracing {tr.factory} (your code) under "
                                   "FakeTensorMode; FLOPs are per step of the factory's batch; with several GPUs, "
                                   "data parallel only")]

@@ -28,6 +28,7 @@ from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, Me
                                      Note, Overheads)
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
+from gpuplan.schema.result import MemoryOut
 
 #: bytes per parameter of NF4 with double quantization: 4 bits + an 8-bit absmax per 64 weights
 #: + an fp32 scale per 256 absmax blocks (QLoRA paper, Dettmers et al. 2023, section 3)
@@ -434,3 +435,11 @@ def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gp
     if w.task == "inference":
         return estimate_inference(arch, p, w, lay, gpus, oh)
     return estimate_training(arch, p, w, lay, gpus, table, oh)
+
+
+def memory_out(m: MemoryEstimate, cap: int | None) -> MemoryOut:
+    """An estimate in the JSON's terms, checked against `cap` bytes of GPU memory (None: no GPU given)."""
+    return MemoryOut(**m.breakdown.model_dump(), peak_tensor_bytes=m.peak_tensor_bytes, reserved_bytes=m.reserved_bytes,
+                     device_bytes=m.device_bytes, peak_phase=m.peak_phase, phase_peaks_bytes=m.phase_peaks_bytes,
+                     dominant=m.dominant, fits=None if cap is None else m.device_bytes <= cap,
+                     headroom_bytes=None if cap is None else cap - m.device_bytes)

@@ -16,15 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.hardware import Catalog
-from gpuplan.core.memory import estimate_memory, resolve
+from gpuplan.core.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.params import ParamCount, count_params
 from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
-from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
+from gpuplan.schema.estimate import ActivationTable, Note, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, PlanStats, Rejected, ServerNeeds, ServerSpec
-from gpuplan.schema.project import Layout, Project, Workload
-from gpuplan.schema.result import MemoryOut
+from gpuplan.schema.project import Budget, Layout, Project, Workload
 from gpuplan.schema.speed import SpeedModel
 from gpuplan.units import GIB
 
@@ -214,20 +213,16 @@ def allowed_gpus(inp: SearchInputs, rejected: list[Rejected]) -> list[Gpu]:
     return out
 
 
-def _memory_out(m: MemoryEstimate, cap: int) -> MemoryOut:
-    bd = m.breakdown
-    return MemoryOut(**bd.model_dump(), peak_tensor_bytes=m.peak_tensor_bytes, reserved_bytes=m.reserved_bytes,
-                     device_bytes=m.device_bytes, peak_phase=m.peak_phase, phase_peaks_bytes=m.phase_peaks_bytes,
-                     dominant=m.dominant, fits=m.device_bytes <= cap, headroom_bytes=cap - m.device_bytes)
-
-
-def training_tokens(p: Project, tok_sample: int) -> float | None:
-    w, d = p.workload, p.data
+def training_tokens(project: Project, tok_sample: int) -> tuple[float | None, str | None]:
+    """Tokens (images for CNNs) a training run processes, and how they were derived: workload.tokens, or
+    workload.epochs x data.samples x tokens per sample (each sample padded or packed to the sequence)."""
+    w, d = project.workload, project.data
     if w.tokens:
-        return w.tokens
+        return w.tokens, "workload.tokens"
     if w.epochs and d and d.samples:
-        return w.epochs * d.samples * tok_sample
-    return None
+        return w.epochs * d.samples * tok_sample, (f"workload.epochs ({w.epochs:g}) x data.samples ({d.samples:,}) "
+                                                   f"x {tok_sample} tokens per sample")
+    return None, None
 
 
 def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rejected], PlanStats]:
@@ -244,7 +239,7 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
     gpus = allowed_gpus(inp, rejected)
     gbs, _ = global_batch(proj)
     tok_sample = tokens_per_sample(arch, w)
-    tokens = training_tokens(proj, tok_sample) if training else None
+    tokens = training_tokens(proj, tok_sample)[0] if training else None
     deadline_h = proj.goals.deadline_days * 24 if proj.goals and proj.goals.deadline_days else None
     budget = proj.goals.budget if proj.goals else None
     horizon = proj.growth.horizon_months if proj.growth else 36
@@ -434,26 +429,10 @@ def _candidate(inp: SearchInputs, gpu: Gpu, ps: int, servers: int, c: Config, r:
                                      reason=f"misses the latency target: {metric:,.1f} s per request against "
                                             f"{target:g} s"))
             return None
-    if budget is not None and cost is None:
-        rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
-                                 reason="no purchase or rental price in the catalog to check against goals.budget "
-                                        "(add one with --catalog)"))
+    why = over_budget(cost, basis, budget, horizon, inp.usd_to_budget, training)
+    if why is not None:
+        rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, reason=why))
         return None
-    if budget is not None and cost is not None:
-        from gpuplan.schema.project import Budget
-
-        assert isinstance(budget, Budget)
-        local = cost * inp.usd_to_budget
-        limit = budget.amount if budget.period == "total" else budget.amount * horizon
-        if local > limit:
-            what = "to buy" if basis == "buy" else ("to rent for the run" if training else
-                                                    f"to rent for {horizon} months")
-            rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers,
-                                     reason=f"over budget: {local:,.0f} {budget.currency} {what} (the cheaper of "
-                                            f"buying and renting), budget {limit:,.0f} {budget.currency}"
-                                            + (f" ({budget.amount:,.0f}/month x {horizon} months)"
-                                               if budget.period == "monthly" else "")))
-            return None
     layout: dict[str, int | str | bool] = {"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload}
     if training:
         layout.update(dp=c.n // (lay.tp * lay.pp), gradient_checkpointing=w.gradient_checkpointing,
@@ -471,12 +450,30 @@ def _candidate(inp: SearchInputs, gpu: Gpu, ps: int, servers: int, c: Config, r:
                        + (f" (renting: ${rent:,.0f})" if basis == "buy" and rent is not None else ""))
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=ps, servers=servers, layout=layout,
-        memory=_memory_out(mem, cap), time=r.time, inference=r.inference, server=spec,
+        memory=memory_out(mem, cap), time=r.time, inference=r.inference, server=spec,
         fits=mem.device_bytes <= usable, fits_with_growth=grown <= usable, grown_device_bytes=grown,
         storage_need_bytes=dataset_bytes + inp.checkpoints_kept * ckpt_b,
         price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis, time_hours=time_h,
         request_latency_s=latency, score=0.0, reasons=reasons,
     )
+
+
+def over_budget(cost: float | None, basis: str | None, budget: Budget | None, horizon: int, usd_to_budget: float,
+                training: bool) -> str | None:
+    """Why a candidate's cost (USD, the cheaper of buying and renting) breaks goals.budget; None when it does not
+    (or there is no budget)."""
+    if budget is None:
+        return None
+    if cost is None:
+        return "no purchase or rental price in the catalog to check against goals.budget (add one with --catalog)"
+    local = cost * usd_to_budget
+    limit = budget.amount if budget.period == "total" else budget.amount * horizon
+    if local <= limit:
+        return None
+    what = "to buy" if basis == "buy" else ("to rent for the run" if training else f"to rent for {horizon} months")
+    return (f"over budget: {local:,.0f} {budget.currency} {what} (the cheaper of buying and renting), budget "
+            f"{limit:,.0f} {budget.currency}"
+            + (f" ({budget.amount:,.0f}/month x {horizon} months)" if budget.period == "monthly" else ""))
 
 
 def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
@@ -510,14 +507,14 @@ def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
 
 
 __all__ = ["Config", "SearchInputs", "global_batch", "grow_arch", "grown_workload", "inference_configs",
-           "max_gpus_per_server", "rank", "search", "training_configs", "training_tokens"]
+           "max_gpus_per_server", "over_budget", "rank", "search", "training_configs", "training_tokens"]
 
 
 def search_traced(inp: SearchInputs, tr: object, objective: str) -> tuple[list[Candidate], list[Rejected], PlanStats]:
     """The search for a traced model (`model.trace`): each GPU type x 1-8 data-parallel GPUs in one server, from
     the trace's measured memory and FLOPs (core/traced.py). Time is for 1,000 batches of the factory's inputs,
     spread over the GPUs."""
-    from gpuplan.core.traced import traced_device_bytes, traced_step_seconds
+    from gpuplan.core.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
     from gpuplan.trace.custom import CustomTraceResult
 
     assert isinstance(tr, CustomTraceResult)
@@ -562,22 +559,11 @@ def search_traced(inp: SearchInputs, tr: object, objective: str) -> tuple[list[C
             rent = None if rate is None else (rate * ps * hours if tr.training else rate * ps * 730.0 * horizon)
             options = [(v, k) for v, k in ((spec.price_usd, "buy"), (rent, "rent")) if v is not None]
             cost, basis = min(options) if options else (None, None)
-            if budget is not None:
-                local = None if cost is None else cost * inp.usd_to_budget
-                limit = budget.amount if budget.period == "total" else budget.amount * horizon
-                if local is None or local > limit:
-                    rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1, reason=(
-                        "no price to check against goals.budget" if local is None else
-                        f"over budget: {local:,.0f} {budget.currency}, budget {limit:,.0f} {budget.currency}")))
-                    continue
-            peak_phase = max(tr.phase_peaks, key=tr.phase_peaks.get) if tr.phase_peaks else "forward"
-            parts_b = {"weights": tr.parameters_bytes, "gradients": tr.gradients_bytes,
-                       "optimizer states": tr.optimizer_bytes, "activations": tr.other_bytes}
-            memory = MemoryOut(weights_bytes=tr.parameters_bytes, gradients_bytes=tr.gradients_bytes,
-                               optimizer_bytes=tr.optimizer_bytes, activations_bytes=tr.other_bytes, kv_cache_bytes=0,
-                               other_bytes=0, peak_tensor_bytes=tr.peak_bytes, reserved_bytes=reserved,
-                               device_bytes=device, peak_phase=peak_phase, phase_peaks_bytes=tr.phase_peaks,
-                               dominant=max(parts_b, key=parts_b.get), fits=True, headroom_bytes=cap - device)
+            why = over_budget(cost, basis, budget, horizon, inp.usd_to_budget, tr.training)
+            if why is not None:
+                rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1, reason=why))
+                continue
+            memory = traced_memory_out(tr, reserved, device, cap)
             reasons = [f"traced step: {tr.peak_bytes / GIB:,.2f} GiB tensor peak, {device / GIB:,.2f} GiB on the device "
                        f"of {cap / GIB:,.1f}; {step * 1e3:,.1f} ms per step ("
                        + ", ".join(f"{k} {v * 1e3:,.1f}" for k, v in parts.items() if v > 0) + " ms)",

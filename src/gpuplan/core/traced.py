@@ -18,6 +18,7 @@ from __future__ import annotations
 from gpuplan.core.speed import _base_efficiency, link_gbs, peak_flops
 from gpuplan.schema.estimate import Overheads
 from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import SpeedModel
 from gpuplan.trace.custom import CustomTraceResult
 
@@ -57,4 +58,16 @@ def traced_step_seconds(tr: CustomTraceResult, gpu: Gpu, gpus: int, sm: SpeedMod
     return sum(parts.values()), parts
 
 
-__all__ = ["traced_device_bytes", "traced_step_seconds"]
+def traced_memory_out(tr: CustomTraceResult, reserved: int, device: int, cap: int | None) -> MemoryOut:
+    """The trace's memory per GPU in `estimate`'s terms (`cap`: the GPU's memory, None when there is no GPU)."""
+    parts = {"weights": tr.parameters_bytes, "gradients": tr.gradients_bytes, "optimizer states": tr.optimizer_bytes,
+             "activations": tr.other_bytes}
+    return MemoryOut(weights_bytes=tr.parameters_bytes, gradients_bytes=tr.gradients_bytes,
+                     optimizer_bytes=tr.optimizer_bytes, activations_bytes=tr.other_bytes, kv_cache_bytes=0,
+                     other_bytes=0, peak_tensor_bytes=tr.peak_bytes, reserved_bytes=reserved, device_bytes=device,
+                     peak_phase=max(tr.phase_peaks, key=tr.phase_peaks.get) if tr.phase_peaks else "forward",
+                     phase_peaks_bytes=tr.phase_peaks, dominant=max(parts, key=parts.get),
+                     fits=None if cap is None else device <= cap, headroom_bytes=None if cap is None else cap - device)
+
+
+__all__ = ["traced_device_bytes", "traced_memory_out", "traced_step_seconds"]
