@@ -23,6 +23,9 @@ from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
 
+#: candidates a plan returns unless told otherwise (`gpuplan plan --top`, `POST /api/plan?top=`)
+PLAN_TOP = 8
+
 
 def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
              base_dir: Path | None = None, catalog: Catalog | None = None,

@@ -121,19 +121,19 @@ def estimate(
 def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: list[str] | None, as_json: bool,
                columns: list[tuple[str, Callable[[Any], str]]]) -> None:
     from gpuplan.catalog.hardware import load_catalog
-    from gpuplan.catalog.listing import filter_rows, row_json
+    from gpuplan.catalog.listing import catalog_json, filter_rows
 
     try:
         cat = load_catalog(files or [])
+        if as_json:
+            import json
+
+            typer.echo(json.dumps(catalog_json(cat, kind, row_id, where or []), indent=2))
+            return
         table = cat.table(kind)
         rows = [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), where or [], kind)
     except GpuplanError as exc:
         _fail(exc)
-        return
-    if as_json:
-        import json
-
-        typer.echo(json.dumps([row_json(r, table.origins[r.id]) for r in rows], indent=2))
         return
     console = Console()
     if row_id:
@@ -178,7 +178,7 @@ def plan(
     list_examples: Annotated[bool, typer.Option("--list-examples", help="List the built-in examples.")] = False,
     objective: Annotated[Optional[Objective], typer.Option(help="Rank by cost, time or both (default: the "
                                                                  "project's goals.objective).")] = None,
-    top: Annotated[int, typer.Option(min=1, help="How many candidates to show.")] = 8,
+    top: Annotated[int, typer.Option(min=1, help="How many candidates to show.")] = api.PLAN_TOP,
     headroom: Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
                                                                               "(default 0.10).")] = None,
     format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a "
@@ -409,18 +409,18 @@ def catalog_nics(row_id: RowId = None, as_json: AsJson = False, where: Where = N
 def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
     """Built-in model presets with their sources."""
     try:
+        if as_json:
+            import json
+
+            from gpuplan.catalog.listing import models_json
+
+            typer.echo(json.dumps(models_json(row_id), indent=2))
+            return
         presets = load_presets()
         if row_id:
             presets = {(p := find_preset(row_id, ["models"])).id: p}
     except GpuplanError as exc:
         _fail(exc)
-        return
-    if as_json:
-        import json
-
-        origin = {"file": "gpuplan/data/models.toml", "overrides_builtin": False}
-        typer.echo(json.dumps([{**p.model_dump(mode="json", exclude={"config"}), "origin": origin}
-                               for p in presets.values()], indent=2))
         return
     from rich.table import Table
 
@@ -435,9 +435,11 @@ def _register_commands() -> None:
     """Commands kept in their own modules (gpuplan.commands)."""
     from gpuplan.commands import check as check_command
     from gpuplan.commands import export as export_command
+    from gpuplan.commands import serve as serve_command
 
     export_command.register(app)
     check_command.register(app)
+    serve_command.register(app)
 
 
 _register_commands()

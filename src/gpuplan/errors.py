@@ -61,6 +61,7 @@ class InputError(GpuplanError):
         source: str | None = None,
     ) -> None:
         self.loc = tuple(loc)
+        self.detail = message  # the message without the field path, for a form that shows it next to the field
         self.allowed = allowed
         self.source = source
         where = _join_loc(self.loc)

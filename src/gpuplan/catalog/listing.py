@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
-from gpuplan.catalog.hardware import Origin
+from gpuplan.catalog.hardware import Catalog, Origin
+from gpuplan.catalog.loader import find_preset, load_presets
 from gpuplan.errors import InputError, suggest
 
 _WHERE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(>=|<=|=)\s*(.+?)\s*$")
@@ -84,4 +86,20 @@ def row_json(row: BaseModel, origin: Origin) -> dict[str, Any]:
     return out
 
 
-__all__ = ["filter_rows", "row_json"]
+def catalog_json(catalog: Catalog, kind: str, row_id: str | None = None, where: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """What `gpuplan catalog KIND [ID] [--where ...] --json` prints and `GET /api/catalog/...` returns: one row
+    by id or alias, or the rows matching every condition, each with where it came from."""
+    table = catalog.table(kind)
+    rows = [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), list(where), kind)
+    return [row_json(r, table.origins[r.id]) for r in rows]
+
+
+def models_json(row_id: str | None = None) -> list[dict[str, Any]]:
+    """The built-in model presets (one by id or alias), without their config, each with its origin."""
+    presets = load_presets()
+    chosen = [find_preset(row_id, ["models"])] if row_id else list(presets.values())
+    origin = {"file": "gpuplan/data/models.toml", "overrides_builtin": False}
+    return [{**p.model_dump(mode="json", exclude={"config"}), "origin": origin} for p in chosen]
+
+
+__all__ = ["catalog_json", "filter_rows", "models_json", "row_json"]

@@ -48,7 +48,7 @@ class ResolvedModel(BaseModel):
 
     arch: ModelArch
     name: str
-    origin: str  # "preset:<id>" | "hf_config:<path>" | "hf_id:<id>"
+    origin: str  # "preset:<id>" | "hf_config:<path>" | "config" | "hf_id:<id>"
     source: str | None = None
     as_of: datetime.date | None = None
 
@@ -291,7 +291,7 @@ def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
     if ref.trace:
         raise InputError(["model", "trace"], "a traced model has no architecture to derive layouts from: "
                          "`gpuplan estimate` and `gpuplan plan` take it (data-parallel only), this command does not",
-                         "model.preset, model.hf_config or model.hf_id")
+                         "model.preset, model.hf_config, model.config or model.hf_id")
     if ref.preset:
         preset = find_preset(ref.preset)
         arch = arch_from_hf_config(preset.config, source=f"preset {preset.id}")
@@ -305,6 +305,10 @@ def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
         arch = arch_from_hf_config(data, source=str(path))
         name = data.get("_name_or_path") or (path.parent.name if path.stem == "config" else path.stem)
         return ResolvedModel(arch=arch, name=str(name), origin=f"hf_config:{path}", source=str(path))
+    if ref.config:
+        arch = arch_from_hf_config(ref.config, source="model.config")
+        name = ref.config.get("_name_or_path") or arch.model_type
+        return ResolvedModel(arch=arch, name=str(name), origin="config", source="model.config (a config.json, inline)")
     assert ref.hf_id
     try:  # a Hub id that is also a built-in preset needs no network
         preset = find_preset(ref.hf_id, ("model", "hf_id"))

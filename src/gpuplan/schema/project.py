@@ -6,7 +6,7 @@ deployment, hardware. Unknown keys, wrong types and impossible values are errors
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
@@ -31,10 +31,12 @@ class _Section(BaseModel):
 
 
 class ModelRef(_Section):
-    """Which model: exactly one of a built-in preset, a local config.json, or a Hub id."""
+    """Which model: exactly one of a built-in preset, a local config.json, its content inline, or a Hub id."""
 
     preset: str | None = None
     hf_config: str | None = None
+    #: a Hugging Face config.json's content, inline (what the web page's paste sends)
+    config: dict[str, Any] | None = None
     hf_id: str | None = Field(None, pattern=r"^[\w.\-]+/[\w.\-]+$")
     #: any PyTorch model: MODULE:FUNCTION returning (model, example_inputs), traced under FakeTensorMode
     #: (runs your code; needs the `trace` extra). Its measured step feeds estimate and plan
@@ -42,10 +44,10 @@ class ModelRef(_Section):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ModelRef:
-        given = [k for k in ("preset", "hf_config", "hf_id", "trace") if getattr(self, k)]
+        given = [k for k in ("preset", "hf_config", "config", "hf_id", "trace") if getattr(self, k)]
         if len(given) != 1:
             raise ValueError(
-                "give exactly one of preset, hf_config, hf_id, trace"
+                "give exactly one of preset, hf_config, config, hf_id, trace"
                 + (f" (got {', '.join(given)})" if given else "")
             )
         return self

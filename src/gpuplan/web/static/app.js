@@ -1,0 +1,400 @@
+// gpuplan's page. It does no arithmetic: every number and every formatted line comes from the JSON API
+// (POST /api/plan, /api/summary, /api/report, /api/project; GET /api/catalog/models, /api/examples,
+// /api/scenarios). The project being edited is one object; each form field edits one path of it, so keys the
+// form does not show (LoRA targets, constraints, hardware...) survive a round trip through the page.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
+const state = { project: null, schemas: {}, summary: null, seq: 0, timer: null, pendingChange: null };
+
+// ---- paths in the project object ----
+function getAt(obj, path) {
+  return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
+}
+function setAt(obj, path, value) {
+  const keys = path.split(".");
+  const parents = [obj];
+  let o = obj;
+  for (const k of keys.slice(0, -1)) {
+    if (typeof o[k] !== "object" || o[k] === null || Array.isArray(o[k])) o[k] = {};
+    o = o[k];
+    parents.push(o);
+  }
+  const last = keys[keys.length - 1];
+  if (value === undefined) delete o[last]; else o[last] = value;
+  for (let i = keys.length - 1; i > 0; i--) {  // drop sections left empty
+    if (Object.keys(parents[i]).length === 0) delete parents[i - 1][keys[i - 1]]; else break;
+  }
+  // a budget is its amount: without one, the currency and period alone are not a budget
+  if (obj.goals && obj.goals.budget && obj.goals.budget.amount === undefined) {
+    delete obj.goals.budget;
+    if (Object.keys(obj.goals).length === 0) delete obj.goals;
+  }
+}
+
+// ---- the project's JSON schema (from /openapi.json): choices for the selects ----
+function fieldSchema(ref) {
+  const [model, field] = ref.split(".");
+  const schema = state.schemas["Project." + model] || {};
+  return (schema.properties || {})[field] || {};
+}
+function enumOf(prop) {
+  if (prop.enum) return prop.enum;
+  if (prop.items && prop.items.enum) return prop.items.enum;
+  for (const alt of prop.anyOf || []) { const e = enumOf(alt); if (e.length) return e; }
+  return [];
+}
+function fillChoices() {
+  for (const el of $$("[data-enum]")) {
+    const prop = fieldSchema(el.dataset.enum);
+    const values = enumOf(prop);
+    if (el.tagName === "SELECT") {
+      el.replaceChildren();
+      if (el.dataset.path !== "workload.task") {
+        const dflt = new Option(prop.default !== undefined ? `(default: ${prop.default})` : "(not set)", "");
+        el.append(dflt);
+      }
+      for (const v of values) el.append(new Option(v, v));
+    } else {  // a list of checkboxes
+      el.replaceChildren(...values.map((v) => {
+        const label = document.createElement("label");
+        const box = document.createElement("input");
+        box.type = "checkbox"; box.value = v;
+        label.append(box, " " + v);
+        return label;
+      }));
+    }
+  }
+}
+
+// ---- form <-> project ----
+function modelSource(model) {
+  for (const k of ["preset", "hf_id", "config"]) if (model && model[k] !== undefined) return k;
+  return null;
+}
+function showSource(source) {
+  for (const el of $$("[data-source]")) el.hidden = el.dataset.source !== source;
+  for (const r of $$("input[name=model-source]")) r.checked = r.value === source;
+}
+function showTask() {
+  const task = getAt(state.project, "workload.task");
+  for (const el of $$("[data-task=training]")) el.hidden = task === "inference";
+  for (const el of $$("[data-task=inference]")) el.hidden = task !== "inference";
+  for (const el of $$("[data-lora]")) el.hidden = !(task === "lora" || task === "qlora");
+}
+function fillForm() {
+  const p = state.project;
+  for (const el of $$("[data-path]")) {
+    const v = getAt(p, el.dataset.path);
+    if (el.dataset.type === "list") {
+      const chosen = v === undefined ? enumOf(fieldSchema(el.dataset.enum)) : v;
+      for (const box of $$("input", el)) box.checked = chosen.includes(box.value);
+    } else if (el.type === "checkbox") {
+      el.checked = Boolean(v);
+    } else {
+      el.value = v === undefined || v === null ? "" : String(v);
+    }
+  }
+  const source = modelSource(p.model);
+  const other = p.model && Object.keys(p.model).find((k) => !["preset", "hf_id", "config"].includes(k));
+  if (other) showError({ field: "model." + other, detail: `the page takes a preset, a Hub id or a pasted ` +
+                         `config.json; model.${other} is for the command line` });
+  showSource(source || "preset");
+  $("#model-config").value = source === "config" ? JSON.stringify(p.model.config, null, 2) : "";
+  $("#scenario-name").value = p.name || "";
+  showTask();
+}
+function readField(el) {
+  if (el.dataset.type === "list") return $$("input", el).filter((b) => b.checked).map((b) => b.value);
+  if (el.type === "checkbox") return el.checked;
+  const raw = el.value.trim();
+  if (raw === "") return undefined;
+  if (el.dataset.type === "int" || el.dataset.type === "float") {
+    const n = Number(raw);
+    return Number.isFinite(n) ? n : raw;  // not a number: sent as typed, and the API says what is wrong
+  }
+  return raw;
+}
+
+// ---- errors next to the fields they concern ----
+function clearErrors() {
+  for (const el of $$(".err")) el.textContent = "";
+  for (const el of $$("[aria-invalid]")) el.removeAttribute("aria-invalid");
+}
+function showError(err) {
+  let field = err.field || "";
+  while (field && !$(`[data-err-for="${field}"]`)) field = field.split(".").slice(0, -1).join(".");
+  const slot = field ? $(`[data-err-for="${field}"]`) : $("#form-error");
+  slot.textContent = field ? (err.detail || err.message) + (err.allowed ? ` (allowed: ${err.allowed})` : "")
+                           : err.message || err.detail;
+  const input = field && $(`[data-path="${field}"]`);
+  if (input) input.setAttribute("aria-invalid", "true");
+}
+
+// ---- calls ----
+async function call(method, url, body, as = "json") {
+  const res = await fetch(url, { method, headers: body === undefined ? {} : { "Content-Type": "application/json" },
+                                 body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!res.ok) {
+    let error = { message: `${res.status} ${res.statusText}` };
+    try { error = (await res.json()).error || error; } catch (_) { /* not JSON */ }
+    error.status = res.status;
+    throw error;
+  }
+  if (res.status === 204) return null;
+  return as === "json" ? res.json() : res.text();
+}
+function query(extra = {}) {
+  return new URLSearchParams({ lang: $("#lang").value, ...extra }).toString();
+}
+
+// ---- the plan ----
+async function runPlan() {
+  const seq = ++state.seq;
+  const change = state.pendingChange;
+  state.pendingChange = null;
+  clearErrors();
+  $("#status").textContent = "Planning…";
+  const project = structuredClone(state.project);
+  try {
+    const plan = await call("POST", "/api/plan", project);
+    const [summary, report] = await Promise.all([
+      call("POST", "/api/summary", project),
+      call("POST", "/api/report?" + query({ format: "html" }), project, "text"),
+    ]);
+    if (seq !== state.seq) return;  // a newer change is being planned
+    showPlan(plan, summary, report, change);
+  } catch (err) {
+    if (seq !== state.seq) return;
+    $("#summary").hidden = true;
+    $("#report").hidden = true;
+    $("#change").hidden = true;
+    if (err.status === 409) {
+      $("#status").textContent = "Nothing satisfies this project: " + err.message;
+    } else {
+      $("#status").textContent = "The project needs a correction (next to its field).";
+      showError(err);
+    }
+    state.summary = null;
+  }
+}
+function showPlan(plan, summary, report, change) {
+  const rec = plan.recommendation;
+  const gpu = $("#recommended-gpu");
+  gpu.textContent = `${rec.servers} × ${rec.gpus_per_server} × ${rec.gpu_name}`;
+  gpu.dataset.gpuId = rec.gpu_id;
+  gpu.dataset.gpusPerServer = rec.gpus_per_server;
+  gpu.dataset.servers = rec.servers;
+  $("#verdict").textContent = summary.verdict;
+  $("#summary-rows").replaceChildren(...summary.rows.flatMap((r) => {
+    const dt = document.createElement("dt"); dt.textContent = r.label;
+    const dd = document.createElement("dd"); dd.textContent = r.value; dd.dataset.key = r.key;
+    return [dt, dd];
+  }));
+  $("#summary").hidden = false;
+  const box = $("#change");
+  if (change && state.summary) {
+    const before = Object.fromEntries(state.summary.rows.map((r) => [r.key, r]));
+    const moved = summary.rows.filter((r) => before[r.key] && before[r.key].value !== r.value)
+      .map((r) => `${r.label}: ${before[r.key].value} → ${r.value}`);
+    box.textContent = `You changed ${change}. ` + (moved.length ? moved.join("; ") : "The recommendation is unchanged.");
+    box.hidden = false;
+  } else {
+    box.hidden = true;
+  }
+  state.summary = summary;
+  const frame = $("#report");
+  frame.srcdoc = report;
+  frame.hidden = false;
+  $("#status").textContent = `Plan for ${plan.project}: ${plan.candidates.length} candidate(s), ranked by ${plan.objective}.`;
+  history.replaceState(null, "", "#project=" + encodeProject(state.project));
+}
+function schedule(change) {
+  state.pendingChange = change || state.pendingChange;
+  clearTimeout(state.timer);
+  state.timer = setTimeout(runPlan, 350);
+}
+
+// ---- links: the project in the URL ----
+function encodeProject(project) {
+  const bytes = new TextEncoder().encode(JSON.stringify(project));
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+function decodeProject(text) {
+  const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+  return JSON.parse(new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))));
+}
+function projectFromHash() {
+  const m = location.hash.match(/^#project=(.+)$/);
+  if (!m) return null;
+  try {
+    const p = decodeProject(m[1]);
+    if (typeof p !== "object" || p === null || Array.isArray(p)) throw new Error("not an object");
+    return p;
+  } catch (e) {
+    showError({ message: "This link's project could not be read (" + e.message + "); start from an example." });
+    return undefined;
+  }
+}
+
+// ---- downloads ----
+function download(name, text, type) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], { type }));
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+function fileStem() {
+  return (state.project.name || "project").replace(/[^\w.-]+/g, "-");
+}
+
+// ---- scenarios ----
+async function refreshScenarios() {
+  const list = await call("GET", "/api/scenarios");
+  $("#scenario-list").replaceChildren(...list.map((s) => {
+    const li = document.createElement("li");
+    li.dataset.id = s.id;
+    const box = document.createElement("input");
+    box.type = "checkbox"; box.value = s.id; box.setAttribute("aria-label", "compare " + s.name);
+    const name = document.createElement("span"); name.textContent = `${s.name} (${s.saved_at})`;
+    const load = document.createElement("button"); load.type = "button"; load.textContent = "Load";
+    load.onclick = () => { state.project = s.project; state.summary = null; fillForm(); runPlan(); };
+    const del = document.createElement("button"); del.type = "button"; del.textContent = "Delete";
+    del.onclick = async () => { await call("DELETE", `/api/scenarios/${s.id}`); refreshScenarios(); };
+    li.append(box, name, load, del);
+    li.scenario = s;
+    return li;
+  }));
+}
+async function compare() {
+  const chosen = $$("#scenario-list li").filter((li) => $("input", li).checked).map((li) => li.scenario);
+  $("#compare-error").textContent = "";
+  if (chosen.length < 2) { $("#compare-error").textContent = "Tick two or more saved scenarios to compare."; return; }
+  const results = await Promise.all(chosen.map((s) => call("POST", "/api/summary", s.project)
+    .then((summary) => ({ summary }), (error) => ({ error }))));
+  const table = $("#comparison");
+  const head = document.createElement("tr");
+  head.append(document.createElement("th"), ...chosen.map((s) => {
+    const th = document.createElement("th"); th.textContent = s.name; return th;
+  }));
+  const labels = [];
+  for (const r of results) for (const row of (r.summary ? r.summary.rows : [])) {
+    if (!labels.some((l) => l.key === row.key)) labels.push(row);
+  }
+  const rows = labels.map((l) => {
+    const tr = document.createElement("tr");
+    tr.dataset.key = l.key;
+    const th = document.createElement("th"); th.textContent = l.label;
+    tr.append(th, ...results.map((r) => {
+      const td = document.createElement("td");
+      td.textContent = r.summary ? (r.summary.rows.find((x) => x.key === l.key) || { value: "-" }).value
+                                 : r.error.message;
+      return td;
+    }));
+    return tr;
+  });
+  table.replaceChildren(head, ...rows);
+  table.hidden = false;
+}
+
+// ---- wiring ----
+function onFieldChange(ev) {
+  const el = ev.target.closest("[data-path]");
+  if (!el) return;
+  const path = el.dataset.path;
+  const value = readField(el);
+  setAt(state.project, path, value);
+  if (path === "workload.task" && !["lora", "qlora"].includes(value)) setAt(state.project, "workload.lora", undefined);
+  showTask();
+  schedule(`${path} to ${value === undefined ? "its default" : JSON.stringify(value)}`);
+}
+function onSourceChange(ev) {
+  const source = ev.target.value;
+  showSource(source);
+  const keep = source === "config" ? undefined : $(`[data-path="model.${source}"]`).value.trim() || undefined;
+  state.project.model = keep === undefined ? {} : { [source]: keep };
+  if (source === "config") onConfigInput();
+}
+function onConfigInput() {
+  const text = $("#model-config").value.trim();
+  $('[data-err-for="model.config"]').textContent = "";
+  if (!text) return;
+  try {
+    state.project.model = { config: JSON.parse(text) };
+  } catch (e) {
+    $('[data-err-for="model.config"]').textContent = "not valid JSON: " + e.message;
+    return;
+  }
+  schedule("model.config");
+}
+
+async function start() {
+  const openapi = await call("GET", "/openapi.json");
+  state.schemas = openapi.components.schemas;
+  fillChoices();
+  const [models, examples] = await Promise.all([call("GET", "/api/catalog/models"), call("GET", "/api/examples")]);
+  $("#presets").replaceChildren(...models.map((m) => new Option(m.name, m.id)));
+  $("#example").append(...examples.map((e) => new Option(`${e.name}: ${e.title}`, e.name)));
+  refreshScenarios();
+
+  $("#project").addEventListener("change", (ev) => {
+    if (ev.target.name === "model-source") onSourceChange(ev);
+    else if (ev.target.id !== "model-config") onFieldChange(ev);
+  });
+  $("#model-config").addEventListener("change", onConfigInput);
+  $("#project").addEventListener("submit", (ev) => { ev.preventDefault(); clearTimeout(state.timer); runPlan(); });
+  $("#example").addEventListener("change", async (ev) => {
+    if (!ev.target.value) return;
+    state.project = await call("GET", "/api/examples/" + encodeURIComponent(ev.target.value));
+    state.summary = null;
+    clearErrors();
+    fillForm();
+    runPlan();
+  });
+  $("#lang").addEventListener("change", () => { if (state.summary) runPlan(); });
+  $("#share").addEventListener("click", async () => {
+    const link = location.origin + location.pathname + "#project=" + encodeProject(state.project);
+    const box = $("#share-link");
+    box.value = link; box.hidden = false; box.select();
+    try { await navigator.clipboard.writeText(link); } catch (_) { /* the link stays selected in the box */ }
+  });
+  $("#download-report").addEventListener("click", async () => {
+    try {
+      download(`${fileStem()}-plan.html`, await call("POST", "/api/report?" + query({ format: "html" }),
+                                                     state.project, "text"), "text/html");
+    } catch (err) { showError(err); }
+  });
+  $("#download-project").addEventListener("click", async () => {
+    try {
+      download(`${fileStem()}.yaml`, await call("POST", "/api/project", state.project, "text"), "application/yaml");
+    } catch (err) { showError(err); }
+  });
+  $("#save-scenario").addEventListener("click", async () => {
+    const name = $("#scenario-name").value.trim() || state.project.name || "scenario";
+    try {
+      await call("POST", "/api/scenarios?" + new URLSearchParams({ name }), state.project);
+      refreshScenarios();
+    } catch (err) { showError(err); }
+  });
+  $("#compare").addEventListener("click", compare);
+
+  const linked = projectFromHash();
+  if (linked) {
+    state.project = linked;
+  } else {
+    const first = (examples.find((e) => e.name === "llama3-8b-qlora") || examples[0]).name;
+    state.project = await call("GET", "/api/examples/" + first);
+    $("#example").value = first;
+  }
+  fillForm();
+  runPlan();
+}
+
+document.addEventListener("DOMContentLoaded", () => start().catch((err) => {
+  $("#status").textContent = "The page could not start: " + (err.message || err);
+}));
