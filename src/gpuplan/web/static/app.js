@@ -235,7 +235,7 @@ function projectFromHash() {
     if (typeof p !== "object" || p === null || Array.isArray(p)) throw new Error("not an object");
     return p;
   } catch (e) {
-    showError({ message: "This link's project could not be read (" + e.message + "); start from an example." });
+    showError({ message: "This link's project could not be read (" + e.message + ")." });
     return undefined;
   }
 }
@@ -392,6 +392,10 @@ async function start() {
     $("#example").value = first;
   }
   fillForm();
+  if (linked === undefined) {  // a broken link: say so, and plan nothing until asked
+    $("#status").textContent = "The form shows an example instead; press Plan to plan it.";
+    return;
+  }
   runPlan();
 }
 

@@ -1,0 +1,216 @@
+"""The page end to end in headless Chromium (Debian's `chromium`, which .ci/run installs), driven by Playwright,
+against a real `gpuplan serve`. Without Chromium these tests skip, unless GPUPLAN_REQUIRE_BROWSER=1 (CI sets it)
+makes its absence a failure."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuplan.catalog.loader import example_path
+
+from .conftest import Api
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = os.environ.get("GPUPLAN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None:
+    if os.environ.get("GPUPLAN_REQUIRE_BROWSER") == "1":
+        raise RuntimeError("GPUPLAN_REQUIRE_BROWSER=1 but no chromium: install Debian's chromium package")
+    pytest.skip("no chromium (Debian package `chromium`); .ci/run installs it", allow_module_level=True)
+
+# a closed network: without these, Chromium keeps trying to reach Google's services
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: str) -> Iterator[Any]:
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1300, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def example(name: str) -> dict:
+    return yaml.safe_load(example_path(name).read_text(encoding="utf-8"))
+
+
+def link_project(url: str) -> dict:
+    """The project the page put in its URL (the shared link)."""
+    text = url.split("#project=", 1)[1]
+    return json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def link_for(server: str, project: dict) -> str:
+    text = base64.urlsafe_b64encode(json.dumps(project).encode()).decode().rstrip("=")
+    return f"{server}/#project={text}"
+
+
+def planned(page: Any, project_name: str) -> None:
+    """Wait until the page shows the plan of the named project."""
+    page.wait_for_function("name => document.querySelector('#status').textContent.startsWith('Plan for ' + name)",
+                           arg=project_name)
+
+
+def shown_recommendation(page: Any) -> tuple[str, int, int]:
+    el = page.locator("#recommended-gpu")
+    return (el.get_attribute("data-gpu-id"), int(el.get_attribute("data-gpus-per-server")),
+            int(el.get_attribute("data-servers")))
+
+
+def api_recommendation(client: Api, project: dict) -> tuple[str, int, int]:
+    status, plan, _ = client.call("POST", "/api/plan", project)
+    assert status == 200, plan
+    rec = plan["recommendation"]
+    return rec["gpu_id"], rec["gpus_per_server"], rec["servers"]
+
+
+def test_the_page_plans_the_default_example_as_the_api_does(page: Any, server: str, client: Api) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    project = link_project(page.url)
+    assert project == example("llama3-8b-qlora")
+    assert shown_recommendation(page) == api_recommendation(client, project)
+    frame = page.frame_locator("#report")
+    assert frame.locator("h1").inner_text().endswith("llama3-8b-qlora")
+    assert frame.locator("figure svg").count() == 4  # the report's figures, in the page
+
+
+def test_filling_the_form_changes_the_plan(page: Any, server: str, client: Api) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.select_option("#example", "llama3-70b-serving")
+    planned(page, "llama3-70b-serving")
+    assert page.locator('[data-path="workload.context_length"]').is_visible()
+    assert not page.locator('[data-path="workload.micro_batch_size"]').is_visible()  # a training field
+    before = link_project(page.url)
+    page.fill('[data-path="workload.batch_size"]', "8")
+    page.press('[data-path="workload.batch_size"]', "Enter")  # commits the field (change event)
+    page.wait_for_selector("#change:not([hidden])")
+    assert "workload.batch_size to 8" in page.inner_text("#change")
+    after = link_project(page.url)
+    assert after["workload"]["batch_size"] == 8 and before["workload"]["batch_size"] != 8
+    assert {k: v for k, v in after.items() if k != "workload"} == {k: v for k, v in before.items() if k != "workload"}
+    assert shown_recommendation(page) == api_recommendation(client, after)
+    page.select_option('[data-path="goals.objective"]', "time")
+    page.wait_for_function("() => document.querySelector('#change').textContent.includes('goals.objective')")
+    planned(page, "llama3-70b-serving")
+    assert link_project(page.url)["goals"]["objective"] == "time"
+    assert shown_recommendation(page) == api_recommendation(client, link_project(page.url))
+
+
+def test_a_bad_input_is_explained_next_to_its_field(page: Any, server: str) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.fill('[data-path="workload.micro_batch_size"]', "0")
+    page.press('[data-path="workload.micro_batch_size"]', "Enter")
+    slot = page.locator('[data-err-for="workload.micro_batch_size"]')
+    slot.wait_for(state="visible")
+    assert "greater than 0" in slot.inner_text()
+    assert page.get_attribute('[data-path="workload.micro_batch_size"]', "aria-invalid") == "true"
+    assert page.locator("#summary").is_hidden()
+    page.fill('[data-path="workload.micro_batch_size"]', "2")
+    page.press('[data-path="workload.micro_batch_size"]', "Enter")
+    planned(page, "llama3-8b-qlora")
+    assert slot.inner_text() == ""
+    page.fill("#model-preset", "lama-3.1-8b")
+    page.press("#model-preset", "Enter")
+    preset_slot = page.locator('[data-err-for="model.preset"]')
+    preset_slot.wait_for(state="visible")
+    assert "did you mean 'llama-3.1-8b'" in preset_slot.inner_text()
+
+
+def test_a_shared_link_opens_the_same_plan(page: Any, server: str, client: Api) -> None:
+    project = example("vit-imagenet")
+    project["goals"]["deadline_days"] = 20
+    page.goto(link_for(server, project))
+    planned(page, "vit-imagenet")
+    assert page.input_value('[data-path="goals.deadline_days"]') == "20"
+    assert link_project(page.url) == project
+    assert shown_recommendation(page) == api_recommendation(client, project)
+    page.click("#share")
+    assert link_project(page.input_value("#share-link")) == project
+
+
+def test_a_broken_link_says_so(page: Any, server: str) -> None:
+    page.goto(server + "/#project=bm90IGpzb24")  # base64 of "not json"
+    page.wait_for_selector("#form-error:not(:empty)")
+    assert "could not be read" in page.inner_text("#form-error")
+
+
+def test_a_pasted_config_is_planned(page: Any, server: str, client: Api) -> None:
+    from gpuplan.catalog.loader import find_preset
+
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.check("input[name=model-source][value=config]")
+    page.fill("#model-config", "{not json")
+    page.locator("#model-config").dispatch_event("change")
+    assert "not valid JSON" in page.inner_text('[data-err-for="model.config"]')
+    config = find_preset("mistral-7b").config
+    page.fill("#model-config", json.dumps(config))
+    page.locator("#model-config").dispatch_event("change")
+    page.wait_for_function("() => document.querySelector('#change').textContent.includes('model.config')")
+    planned(page, "llama3-8b-qlora")
+    project = link_project(page.url)
+    assert project["model"] == {"config": config}
+    assert shown_recommendation(page) == api_recommendation(client, project)
+
+
+def test_downloads_are_the_project_and_its_report(page: Any, server: str, client: Api) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    with page.expect_download() as got:
+        page.click("#download-project")
+    assert got.value.suggested_filename == "llama3-8b-qlora.yaml"
+    assert yaml.safe_load(open(got.value.path(), encoding="utf-8")) == example("llama3-8b-qlora")
+    page.select_option("#lang", "fr")
+    with page.expect_download() as got:
+        page.click("#download-report")
+    html = open(got.value.path(), encoding="utf-8").read()
+    assert got.value.suggested_filename == "llama3-8b-qlora-plan.html"
+    assert html.startswith("<!DOCTYPE html>") and 'lang="fr"' in html[:200]
+
+
+def test_saved_scenarios_compare_side_by_side(page: Any, server: str, client: Api) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    names = []
+    for ex in ("llama3-8b-qlora", "llama3-8b-full-finetune"):
+        page.select_option("#example", ex)
+        planned(page, ex)
+        name = f"e2e {ex}"
+        page.fill("#scenario-name", name)
+        page.click("#save-scenario")
+        page.wait_for_selector(f"#scenario-list li:has-text('{name}')")
+        names.append(name)
+    for name in names:
+        page.locator(f"#scenario-list li:has-text('{name}') input[type=checkbox]").check()
+    page.click("#compare")
+    page.wait_for_selector("#comparison:not([hidden])")
+    heads = page.locator("#comparison tr").first.locator("th").all_inner_texts()
+    assert heads[1:] == names
+    gpu_cells = page.locator("#comparison tr[data-key=gpu] td").all_inner_texts()
+    for ex, cell in zip(("llama3-8b-qlora", "llama3-8b-full-finetune"), gpu_cells):
+        summary = client.call("POST", "/api/summary", example(ex))[1]
+        assert cell == next(r["value"] for r in summary["rows"] if r["key"] == "gpu")
