@@ -5,6 +5,7 @@ Exit codes: 0 ok; 1 infeasible project; 2 bad input (one line on stderr, no trac
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from enum import Enum
 from pathlib import Path
 from collections.abc import Callable
@@ -104,7 +105,10 @@ def estimate(
                 proj, base = load_project(source)  # type: ignore[arg-type]
                 source = proj.model_copy(update={"model": proj.model.model_copy(
                     update={"hf_id": hf, "preset": None, "hf_config": None})})
-        result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=catalog or [])  # type: ignore[arg-type]
+        from gpuplan.report.terminal import progress
+
+        with progress(f"fetching {hf} from the Hugging Face Hub…") if hf else nullcontext():
+            result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=catalog or [])  # type: ignore[arg-type]
     except GpuplanError as exc:
         _fail(exc)
         return
@@ -187,6 +191,8 @@ def plan(
                                                              "one without --force).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     lang: Annotated[str, typer.Option("--lang", help="Report language: en or fr.")] = "en",
+    details: Annotated[bool, typer.Option("--details", help="Text output: after the one-screen summary, every "
+                                                            "reason, the server's rules and the GPUs not chosen.")] = False,
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
 ) -> None:
@@ -197,8 +203,11 @@ def plan(
         return
     try:
         path = _project_path(project, example, "plan")
-        result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
-                          catalog_files=catalog or [], price_files=prices or [])
+        from gpuplan.report.terminal import progress
+
+        with progress("searching GPU servers…"):
+            result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
+                              catalog_files=catalog or [], price_files=prices or [])
     except GpuplanError as exc:
         _fail(exc)
         return
@@ -220,7 +229,7 @@ def plan(
         else:
             if out is not None:
                 raise GpuplanError("--out writes a report: use --format md, html or json with it")
-            render_text(result, Console(), top=top)
+            render_text(result, Console(), top=top, details=details)
             return
     except GpuplanError as exc:
         _fail(exc)
@@ -289,7 +298,10 @@ def trace(
             from gpuplan.trace.custom import trace_factory
         except ImportError:
             raise GpuplanError("gpuplan trace needs torch: pip install 'gpuplan[trace]'") from None
-        result = trace_factory(factory, training=not inference, precision=precision.value)
+        from gpuplan.report.terminal import progress
+
+        with progress(f"tracing {factory}…"):
+            result = trace_factory(factory, training=not inference, precision=precision.value)
     except GpuplanError as exc:
         _fail(exc)
         return

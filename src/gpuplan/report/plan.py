@@ -11,10 +11,6 @@ from rich.table import Table
 from gpuplan.schema.plan import Candidate, Deployment, FitResult, PlanResult, Rejected
 from gpuplan.units import GIB
 
-VERDICT = {"pass": "[green]pass[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]",
-           "not evaluated": "[dim]not evaluated[/dim]"}
-
-
 def render_json(result: PlanResult | FitResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
@@ -70,59 +66,11 @@ def chosen_deployment(c: Candidate) -> Deployment | None:
     return next((d for d in c.deployments if is_chosen(c, d)), None)
 
 
-def render_text(result: PlanResult, console: Console, top: int = 8) -> None:
-    rec = result.recommendation
-    blocks: list[object] = []
-    if rec is not None:
-        s = rec.server
-        head = (f"[bold]Recommended[/bold] ({result.objective}): {rec.servers} x {s.platform_name} with "
-                f"{rec.gpus_per_server} x {rec.gpu_name}, {layout_text(rec)}\n"
-                f"time {time_text(rec)}, price {price_text(rec)}; {rec.memory.device_bytes / GIB:,.1f} GiB per GPU "
-                f"({rec.grown_device_bytes / GIB:,.1f} after growth)\n"
-                f"server: {s.cpu_sockets} x {s.cpu_model} ({s.cpu_cores} cores), {s.ram_bytes / 1e9:,.0f} GB RAM, "
-                f"{s.drives} x NVMe = {s.storage_bytes / 1e12:,.1f} TB at {s.storage_read_gb_s:,.1f} GB/s, "
-                f"{s.network_gbit_s:,.0f} Gb/s network, {s.power_w / 1000:,.1f} kW, {s.cooling_btu_h:,.0f} BTU/h "
-                f"({s.cooling})" + (f", {s.rack_units} U" if s.rack_units else ""))
-        if rec.deployment is not None:
-            d = rec.deployment
-            head += (f"\n[bold]Deployment[/bold]: {d.option} ({d.provider}), {d.total_cost:,.0f} {d.currency} over "
-                     f"the horizon, {d.monthly_cost:,.0f}/month (`gpuplan cost` compares the options)")
-        blocks.append(head)
-        blocks.append("\n".join(f"· {r}" for r in s.reasons + rec.reasons))
-        for w in s.warnings:
-            blocks.append(f"[yellow]! {w}[/yellow]")
-    t = Table(title=f"Candidates (best {min(top, len(result.candidates))} of {len(result.candidates)}; * Pareto)")
-    for col in ("", "GPU", "per server x servers", "layout", "GiB/GPU", "time", "price", "score"):
-        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", "price", "score") else "left")
-    for c in result.candidates[:top]:
-        t.add_row("*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_text(c),
-                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), price_text(c), f"{c.score:,.2f}")
-    blocks.append(t)
-    ck = Table(title="Decision checklist")
-    ck.add_column("item")
-    ck.add_column("verdict")
-    ck.add_column("why")
-    for item in result.checklist:
-        ck.add_row(item.item, VERDICT[item.verdict], "\n".join(item.reasons))
-    blocks.append(ck)
-    faq = [f"[bold]{f.question}[/bold] {f.answer}." + "".join(f"\n  · {r}" for r in f.reasons) for f in result.faq]
-    if faq:
-        blocks.append("\n".join(faq))
-    if result.rejected:
-        lines = []
-        for r in unchosen_gpus(result):
-            shape = (f" {r.gpus_per_server} per server" + (f" x {r.servers} servers" if r.servers > 1 else "")
-                     if r.gpus_per_server else "")
-            lines.append(f"✗ {r.gpu_id}{shape}: {r.reason}")
-        if lines:
-            blocks.append("GPUs not chosen, and why:\n" + "\n".join(lines[:12])
-                          + (f"\n… {len(lines) - 12} more (--format json)" if len(lines) > 12 else ""))
-    for n in result.notes:
-        blocks.append(f"· {n.message}")
-    st = result.stats
-    blocks.append(f"[dim]{st.candidates_evaluated:,} configurations over {st.gpu_types} GPU types in "
-                  f"{st.search_seconds:.2f} s[/dim]")
-    console.print(Panel(Group(*blocks), title=f"gpuplan plan: {result.project}", expand=False))
+def render_text(result: PlanResult, console: Console, top: int = 8, details: bool = False) -> None:
+    """The plan in a terminal (report/terminal.py): a one-screen summary, everything else with `details`."""
+    from gpuplan.report.terminal import render_text as render_terminal
+
+    render_terminal(result, console, top=top, details=details)
 
 
 def render_fit_text(result: FitResult, console: Console) -> None:
