@@ -402,6 +402,48 @@ def _tensor_bytes(obj, depth: int = 4, seen: set | None = None) -> int:
     return sum(_tensor_bytes(o, depth - 1, seen) for o in items)
 
 
+def run_compiled_decode(model, w: dict, run: dict, dev: Device, nvml: Nvml) -> dict:
+    """Decoding as a serving engine runs it: one static KV cache, generate()'s step compiled with
+    mode='reduce-overhead' (CUDA graphs). A decoding step = (generate(k) - generate(1)) / (k - 1), both over
+    the same cache, so the prefill cancels out."""
+    import inspect
+
+    import torch
+    from transformers import StaticCache
+
+    b, ctx, n_out = w["batch_size"], w["context_length"], w["output_tokens"]
+    ids = torch.randint(0, model.config.vocab_size, (b, ctx), device=dev.name)
+    want = {"config": model.config, "max_batch_size": b, "max_cache_len": ctx + n_out + 8, "device": dev.name,
+            "dtype": model.dtype}
+    accepted = inspect.signature(StaticCache.__init__).parameters
+    cache = StaticCache(**{k: v for k, v in want.items() if k in accepted})
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+
+    def generate(k: int) -> float:
+        cache.reset()
+        dev.sync()
+        t0 = time.perf_counter()
+        model.generate(ids, attention_mask=torch.ones_like(ids), past_key_values=cache, max_new_tokens=k,
+                       min_new_tokens=k, do_sample=False)
+        dev.sync()
+        return time.perf_counter() - t0
+
+    warm = [generate(n_out) for _ in range(run["warmup_steps"])]  # the first compiles
+    dev.reset_peak()
+    full = [generate(n_out) for _ in range(run["timed_steps"])]
+    one = [generate(1) for _ in range(run["timed_steps"])]
+    step = (statistics.median(full) - statistics.median(one)) / (n_out - 1)
+    mem = {"peak_allocated_bytes": dev.peak_allocated(), "peak_reserved_bytes": dev.peak_reserved(),
+           "nvml_used_peak_bytes": nvml.used(), "kv_cache_final_bytes": _tensor_bytes(cache)}
+    compiled = any("compile" in k for k in vars(model)) or hasattr(model, "_compiled_call")
+    timing = {"decode": "static-compiled", "compiled": compiled, "warmup_seconds": warm, "generate_full_seconds": full,
+              "generate_one_seconds": one, "decode_step_seconds_median": step, "decode_steps": n_out,
+              "batch_prefill_seconds_median": statistics.median(one),
+              "decode_tokens_per_s_per_request": 1.0 / step, "aggregate_tokens_per_s": b / step}
+    return {"memory": mem, "timing": timing}
+
+
 def run_inference(model, fam: str, w: dict, run: dict, dev: Device, nvml: Nvml) -> dict:
     import inspect
 
@@ -409,6 +451,9 @@ def run_inference(model, fam: str, w: dict, run: dict, dev: Device, nvml: Nvml) 
 
     if fam != "decoder":
         raise ValueError("inference is measured for decoders only")
+    if run.get("decode") == "static-compiled":
+        with torch.no_grad():
+            return run_compiled_decode(model, w, run, dev, nvml)
     b, ctx, n_out = w["batch_size"], w["context_length"], w["output_tokens"]
     vocab = model.config.vocab_size
     cache_kw = _cache_kwarg(model)
@@ -605,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("device_calibration.json"))
     ap.add_argument("--cases", type=Path, default=CASES)
-    ap.add_argument("--only", action="append", default=[], help="run case ids containing this (repeatable)")
+    ap.add_argument("--only", action="append", default=[], help="run only this case id (repeatable)")
     ap.add_argument("--smoke", action="store_true", help="2-layer models, tiny shapes, 1 step, on --device (cpu)")
     ap.add_argument("--device", default=None, help="cuda (default) or cpu (default with --smoke)")
     ap.add_argument("--time-budget-s", type=float, default=330.0, help="skip remaining cases after this long")
@@ -622,10 +667,14 @@ def main(argv: list[str] | None = None) -> int:
     dev = Device(torch, device)
     meta, cases = load_cases(a.cases)
     if a.only:
-        cases = [c for c in cases if any(o in c["id"] for o in a.only)]
+        unknown = sorted(set(a.only) - {c["id"] for c in cases})
+        if unknown:
+            print(f"--only: no case {', '.join(unknown)} in {a.cases}", file=sys.stderr)
+            return 2
+        cases = [c for c in cases if c["id"] in a.only]
     if a.smoke:
         for c in cases:
-            c["run"] = {"warmup_steps": 1, "timed_steps": 1}
+            c["run"] = {**c["run"], "warmup_steps": 1, "timed_steps": 1}
     try:
         from transformers.utils import logging as hf_logging
 

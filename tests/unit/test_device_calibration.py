@@ -89,7 +89,8 @@ def test_smoke_run_end_to_end(tmp_path: Path) -> None:
     pytest.importorskip("peft")
     out = tmp_path / "smoke.json"
     run = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(out),
-                          "--only", "lora-r16-mb1-s2048-ckpt", "--only", "inference-b8"],
+                          "--only", "llama-3.1-8b-lora-r16-mb1-s2048-ckpt",
+                          "--only", "llama-3.1-8b-inference-b8-c2048-o128"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     doc = json.loads(out.read_text())
