@@ -201,7 +201,10 @@ def test_saved_scenarios_compare_side_by_side(page: Any, server: str, client: Ap
         planned(page, ex)
         name = f"e2e {ex}"
         page.fill("#scenario-name", name)
-        page.click("#save-scenario")
+        with page.expect_response(lambda r: r.url.split("?")[0].endswith("/api/scenarios")
+                                  and r.request.method == "POST") as saved:
+            page.click("#save-scenario")
+        assert saved.value.status == 201, saved.value.text()
         page.wait_for_selector(f"#scenario-list li:has-text('{name}')")
         names.append(name)
     for name in names:

@@ -255,7 +255,9 @@ function fileStem() {
 
 // ---- scenarios ----
 async function refreshScenarios() {
+  const seq = state.listSeq = (state.listSeq || 0) + 1;
   const list = await call("GET", "/api/scenarios");
+  if (seq !== state.listSeq) return;  // a newer listing is on its way
   $("#scenario-list").replaceChildren(...list.map((s) => {
     const li = document.createElement("li");
     li.dataset.id = s.id;
@@ -378,7 +380,7 @@ async function start() {
     const name = $("#scenario-name").value.trim() || state.project.name || "scenario";
     try {
       await call("POST", "/api/scenarios?" + new URLSearchParams({ name }), state.project);
-      refreshScenarios();
+      await refreshScenarios();
     } catch (err) { showError(err); }
   });
   $("#compare").addEventListener("click", compare);
