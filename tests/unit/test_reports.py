@@ -19,6 +19,7 @@ from gpuplan.errors import InputError
 from gpuplan.report.document import render_html, render_markdown
 from gpuplan.report.i18n import STRINGS, t
 from gpuplan.schema.plan import PlanResult
+from gpuplan.units import GIB
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 UPDATE = os.environ.get("GPUPLAN_UPDATE_SNAPSHOTS") == "1"
@@ -110,6 +111,22 @@ def test_french_headings() -> None:
             if en != fr:
                 assert en not in text, f"English heading {en!r} in the French report"
     assert '<html lang="fr">' in _html(FR_EXAMPLE, "fr")
+
+
+def test_french_numbers() -> None:
+    """Numbers the report writes follow French rules in French (report/numbers.py); the core's reasons stay English."""
+    res = _plan(FR_EXAMPLE)
+    rec = res.recommendation
+    md = render_markdown(res, "fr")
+    verdict = md.split("## ", 2)[1]
+    gib = f"{rec.memory.device_bytes / GIB:,.1f}".replace(".", ",")
+    assert f"{gib} Gio par GPU" in verdict
+    assert f"prix {rec.price_usd:,.0f}\u00a0$US".replace(",", "\u202f") in verdict
+    d = rec.deployment
+    assert f"{d.total_cost:,.0f}".replace(",", "\u202f") + "\u00a0€ sur l'horizon" in verdict
+    assert "$" + f"{rec.price_usd:,.0f}" not in verdict and "EUR" not in verdict
+    # the English report keeps Python's grouping
+    assert f"price ${rec.price_usd:,.0f}" in render_markdown(res, "en")
 
 
 def test_every_string_has_both_languages() -> None:

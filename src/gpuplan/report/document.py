@@ -1,5 +1,6 @@
 """Render a PlanResult as a Markdown or a self-contained HTML report (with four inline SVG figures).
-Pure: a result in, a string out; nothing time-dependent, so the output is stable for snapshot tests."""
+Pure: a result in, a string out; nothing time-dependent, so the output is stable for snapshot tests. Every number
+goes through the report language's formatter (report/numbers.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import html
 
 from gpuplan.report import figures
 from gpuplan.report.i18n import check_lang, t
-from gpuplan.report.plan import (chosen_deployment, is_chosen, layout_text, price_text, time_text,
-                                 unchosen_gpus)
+from gpuplan.report.numbers import Numbers, numbers
+from gpuplan.report.plan import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
 from gpuplan.schema.plan import Candidate, Deployment, PlanResult
 from gpuplan.units import GIB
 
@@ -19,7 +20,16 @@ MAX_REJECTED = 12
 # ---------------------------------------------------------------- shared pieces
 
 def _time(c: Candidate, lang: str) -> str:
-    return time_text(c, day="d" if lang == "en" else "j")
+    return numbers(lang).localize(time_text(c, day="d" if lang == "en" else "j"))
+
+
+def _price(c: Candidate, nf: Numbers) -> str:
+    """The purchase price, as report/plan.py's price_text writes it in English."""
+    return "-" if c.price_usd is None else nf.usd(c.price_usd)
+
+
+def _gib(n: float, nf: Numbers) -> str:
+    return nf.num(n / GIB, 1)
 
 
 def _verdict(result: PlanResult, lang: str) -> list[str]:
@@ -27,46 +37,50 @@ def _verdict(result: PlanResult, lang: str) -> list[str]:
     if rec is None:
         return [t("no_recommendation", lang)]
     s = rec.server
+    nf = numbers(lang)
     out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
              platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=layout_text(rec), time=_time(rec, lang), price=price_text(rec),
-             mem=f"{rec.memory.device_bytes / GIB:,.1f}", grown=f"{rec.grown_device_bytes / GIB:,.1f}")]
+             layout=layout_text(rec), time=_time(rec, lang), price=_price(rec, nf),
+             mem=_gib(rec.memory.device_bytes, nf), grown=_gib(rec.grown_device_bytes, nf))]
     if rec.deployment is not None:
         d = rec.deployment
-        out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider, total=f"{d.total_cost:,.0f}",
-                     currency=d.currency, monthly=f"{d.monthly_cost:,.0f}"))
+        out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider,
+                     total=nf.money(d.total_cost, d.currency), monthly=nf.num(d.monthly_cost)))
     return out
 
 
 def _spec(c: Candidate, lang: str) -> str:
     s = c.server
+    nf = numbers(lang)
     txt = t("spec", lang, cpu_sockets=s.cpu_sockets, cpu=s.cpu_model, cores=s.cpu_cores,
-            ram=f"{s.ram_bytes / 1e9:,.0f}", drives=s.drives, storage=f"{s.storage_bytes / 1e12:,.1f}",
-            read=f"{s.storage_read_gb_s:,.1f}", net=f"{s.network_gbit_s:,.0f}", power=f"{s.power_w / 1000:,.1f}",
-            btu=f"{s.cooling_btu_h:,.0f}", cooling=s.cooling)
+            ram=nf.num(s.ram_bytes / 1e9), drives=s.drives, storage=nf.num(s.storage_bytes / 1e12, 1),
+            read=nf.num(s.storage_read_gb_s, 1), net=nf.num(s.network_gbit_s), power=nf.num(s.power_w / 1000, 1),
+            btu=nf.num(s.cooling_btu_h), cooling=s.cooling)
     if s.rack_units:
         txt += ", " + t("rack_units", lang, u=s.rack_units)
     return txt
 
 
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
+    nf = numbers(lang)
     return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_text(c),
-             f"{c.memory.device_bytes / GIB:,.1f}", _time(c, lang), price_text(c), f"{c.score:,.2f}"]
+             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf), nf.num(c.score, 2)]
             for c in result.candidates]
 
 
 def _breakeven(d: Deployment, lang: str) -> str:
     parts = []
     for other, v in d.breakeven_months_vs.items():
-        when = t("be_never", lang) if v is None else t("be_now", lang) if v == 0 else t("be_month", lang, m=f"{v:,.1f}")
+        when = (t("be_never", lang) if v is None else t("be_now", lang) if v == 0
+                else t("be_month", lang, m=numbers(lang).num(v, 1)))
         parts.append(t("be_vs", lang, other=other, when=when))
     return ", ".join(parts)
 
 
 def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
-    return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider,
-             f"{d.upfront_cost:,.0f}",
-             f"{d.monthly_cost:,.0f}", f"{d.total_cost:,.0f} {d.currency}", _breakeven(d, lang)]
+    nf = numbers(lang)
+    return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider, nf.num(d.upfront_cost),
+             nf.num(d.monthly_cost), nf.money(d.total_cost, d.currency), _breakeven(d, lang)]
             for d in c.deployments]
 
 
@@ -89,7 +103,7 @@ def _sources(result: PlanResult, lang: str) -> list[str]:
     out = [t("sources", lang)]
     if lang != "en":
         out.append(t("reasons_english", lang))
-    out.append(t("stats", lang, n=f"{result.stats.candidates_evaluated:,}", gpus=result.stats.gpu_types))
+    out.append(t("stats", lang, n=numbers(lang).num(result.stats.candidates_evaluated), gpus=result.stats.gpu_types))
     return out
 
 
@@ -128,7 +142,8 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
         out += [f"- **{t('warning', lang)}**: {w}" for w in rec.server.warnings]
         out.append("")
     out += [f"## {t('h_candidates', lang)}", "",
-            t("candidates_caption", lang, shown=len(result.candidates), total=f"{result.stats.candidates_evaluated:,}"), ""]
+            t("candidates_caption", lang, shown=len(result.candidates),
+              total=numbers(lang).num(result.stats.candidates_evaluated)), ""]
     out += _md_table(_candidate_head(lang), _candidate_rows(result, lang)) + [""]
     out += [f"## {t('h_checklist', lang)}", ""]
     out += _md_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
@@ -233,7 +248,7 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
         out += _ul([f"{t('warning', lang)}: {w}" for w in rec.server.warnings], "warning")
     out += [f"<h2>{_e(t('h_candidates', lang))}</h2>",
             "<p>" + _e(t("candidates_caption", lang, shown=len(result.candidates),
-                         total=f"{result.stats.candidates_evaluated:,}")) + "</p>"]
+                         total=numbers(lang).num(result.stats.candidates_evaluated))) + "</p>"]
     out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
     out += [f"<h2>{_e(t('h_checklist', lang))}</h2>"]
     out += _html_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],

@@ -9,6 +9,7 @@ import io
 import re
 
 from gpuplan.report.i18n import t
+from gpuplan.report.numbers import Numbers, numbers
 from gpuplan.report.plan import is_chosen
 from gpuplan.schema.plan import Candidate, Deployment, PlanResult
 from gpuplan.units import GIB
@@ -25,6 +26,31 @@ def _gpu_vram_gib(gpu_id: str) -> float | None:
 
 def _label(c: Candidate) -> str:
     return f"{c.gpu_id} {c.gpus_per_server}x{c.servers}"
+
+
+def _localize_ticks(ax: object, nf: Numbers) -> None:
+    """Tick labels written with the report language's numbers (after the axes' scales and formatters are set)."""
+    if nf.lang == "en":
+        return
+    from matplotlib.ticker import Formatter
+
+    class Localized(Formatter):  # type: ignore[misc]
+        def __init__(self, base: Formatter) -> None:
+            self.base = base
+
+        def set_axis(self, axis: object) -> None:
+            super().set_axis(axis)
+            self.base.set_axis(axis)
+
+        def set_locs(self, locs: object) -> None:
+            super().set_locs(locs)
+            self.base.set_locs(locs)
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return nf.localize(self.base(x, pos))
+
+    for axis in (ax.xaxis, ax.yaxis):  # type: ignore[attr-defined]
+        axis.set_major_formatter(Localized(axis.get_major_formatter()))
 
 
 def _no_data(ax: object, lang: str) -> None:
@@ -56,6 +82,7 @@ def draw_memory(result: PlanResult, lang: str, fig: object) -> None:
             first = False
     ax.set_yticks(list(ys), [_label(c) for c in cands])
     ax.set_xlabel(t("ax_gib", lang))
+    _localize_ticks(ax, numbers(lang))
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
@@ -90,6 +117,7 @@ def draw_pareto(result: PlanResult, lang: str, fig: object) -> int:
         ax.set_yscale("log")
     if ax.get_xscale() == "linear":
         ax.xaxis.set_major_formatter("{x:,.0f}")
+    _localize_ticks(ax, numbers(lang))
     ax.set_xlabel(t("ax_cost", lang))
     ax.set_ylabel(t("ax_time_h" if training else "ax_latency", lang))
     ax.legend(fontsize="small")
@@ -115,7 +143,7 @@ def draw_tco(result: PlanResult, lang: str, fig: object) -> None:
             if v is not None and 0 < v <= months:
                 ax.plot([v], [d.upfront_cost + d.running_monthly * v], "o", color="black",
                         label=t("l_breakeven", lang) if first else None)
-                when = t("be_month", lang, m=f"{v:,.1f}")
+                when = t("be_month", lang, m=numbers(lang).num(v, 1))
                 ax.annotate(f"{when} vs {other}", (v, d.upfront_cost + d.running_monthly * v),
                             textcoords="offset points", xytext=(5, -12), fontsize="small")
                 first = False
@@ -123,6 +151,7 @@ def draw_tco(result: PlanResult, lang: str, fig: object) -> None:
     ax.set_ylabel(t("ax_cumulative", lang, currency=rec.deployments[0].currency))
     ax.set_xlim(0, months)
     ax.yaxis.set_major_formatter("{x:,.0f}")
+    _localize_ticks(ax, numbers(lang))
     ax.legend(fontsize="small")
 
 
@@ -143,6 +172,7 @@ def draw_growth(result: PlanResult, lang: str, fig: object) -> None:
             first = False
     ax.set_yticks(ys, [_label(c) for c in cands])
     ax.set_xlabel(t("ax_gib", lang))
+    _localize_ticks(ax, numbers(lang))
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
 

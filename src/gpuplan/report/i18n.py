@@ -24,8 +24,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                 "time {time}, price {price}; {mem} GiB per GPU ({grown} after growth).",
                 "Recommandation ({objective}) : {servers} x {platform} avec {gpus} x {gpu} ({gpu_id}), {layout} ; "
                 "durée {time}, prix {price} ; {mem} Gio par GPU ({grown} après croissance)."),
-    "verdict_deploy": ("Deployment: {option} ({provider}), {total} {currency} over the horizon, {monthly}/month.",
-                       "Déploiement : {option} ({provider}), {total} {currency} sur l'horizon, {monthly}/mois."),
+    "verdict_deploy": ("Deployment: {option} ({provider}), {total} over the horizon, {monthly}/month.",
+                       "Déploiement : {option} ({provider}), {total} sur l'horizon, {monthly}/mois."),
     "no_recommendation": ("No configuration qualifies.", "Aucune configuration ne convient."),
     "objective_cost": ("cost", "coût"),
     "objective_time": ("time", "durée"),
