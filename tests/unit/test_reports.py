@@ -129,6 +129,24 @@ def test_french_numbers() -> None:
     assert f"price ${rec.price_usd:,.0f}" in render_markdown(res, "en")
 
 
+def test_growth_view_and_headroom_in_the_reports() -> None:
+    """The growth table has one row per shown candidate and a column per model size; the captions and the footer
+    state the headroom the plan used (--headroom 0.25 here)."""
+    res = api.plan(example_path("llama3-70b-serving"), top=3, headroom=0.25)
+    assert res.headroom == 0.25
+    md = render_markdown(res)
+    section = md.split(f"## {t('h_growth')}", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert len(table) == 1 + len(res.candidates)
+    assert table[0].count("|") == 5 and "×1.5" in table[0] and "×2" in table[0]
+    assert "less the 25% headroom" in section and "keeps 25% of it free" in md
+    page = render_html(res)
+    assert "less the 25% headroom the plan keeps free" in page and "dashed: VRAM less the 25% headroom" in page
+    assert "usable VRAM" in page  # the legend of the memory and growth figures
+    fr = render_markdown(res, "fr")
+    assert "la marge de 25\u202f%" in fr and f"## {t('h_growth', 'fr')}" in fr
+
+
 def test_every_string_has_both_languages() -> None:
     for key, (en, fr) in STRINGS.items():
         assert fr or key == "reasons_english", key

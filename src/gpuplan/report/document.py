@@ -10,7 +10,7 @@ from gpuplan.report import figures
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
 from gpuplan.report.plan import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
-from gpuplan.schema.plan import Candidate, Deployment, PlanResult
+from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
 MARK = {"pass": "✓", "warn": "!", "fail": "✗", "not evaluated": "–"}
@@ -100,11 +100,55 @@ def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
 
 
 def _sources(result: PlanResult, lang: str) -> list[str]:
-    out = [t("sources", lang)]
+    nf = numbers(lang)
+    out = [t("sources", lang, headroom=nf.pct(result.headroom))]
     if lang != "en":
         out.append(t("reasons_english", lang))
-    out.append(t("stats", lang, n=numbers(lang).num(result.stats.candidates_evaluated), gpus=result.stats.gpu_types))
+    out.append(t("stats", lang, n=nf.num(result.stats.candidates_evaluated), gpus=result.stats.gpu_types))
     return out
+
+
+def _factor(x: float, nf: Numbers) -> str:
+    """A size factor: "1.5", "2"."""
+    return nf.num(x, 1 if x % 1 else 0)
+
+
+def _growth_sizes(result: PlanResult) -> list[GrowthRow]:
+    """The model sizes of the growth view (the first candidate's rows: every candidate has the same sizes)."""
+    first = result.growth_view[0]
+    return [r for r in result.growth_view
+            if (r.gpu_id, r.gpus_per_server, r.servers) == (first.gpu_id, first.gpus_per_server, first.servers)]
+
+
+def _growth_head(result: PlanResult, lang: str) -> list[str]:
+    nf = numbers(lang)
+    return [t("col_candidate", lang)] + [
+        t("g_col_planned" if r.factor == 1 else "g_col", lang, f=_factor(r.factor, nf),
+          scale=_factor(r.model_scale, nf), params=nf.num(r.parameters / 1e9, 1)) for r in _growth_sizes(result)]
+
+
+def _growth_cell(r: GrowthRow, lang: str) -> str:
+    mem = _gib(r.device_bytes, numbers(lang))
+    if r.fits:
+        return t("g_fits", lang, mem=mem)
+    if r.min_gpus is None:
+        return t("g_no_shape", lang, mem=mem)
+    return t("g_needs", lang, mem=mem, gpus=t("one_gpu" if r.min_gpus == 1 else "n_gpus", lang, n=r.min_gpus))
+
+
+def _growth_rows(result: PlanResult, lang: str) -> list[list[str]]:
+    """One row per shown candidate: its label, then each model size's peak per GPU and whether it fits."""
+    rows: dict[tuple[str, int, int], list[str]] = {}
+    for r in result.growth_view:
+        key = (r.gpu_id, r.gpus_per_server, r.servers)
+        rows.setdefault(key, [f"{r.gpu_id} {r.gpus_per_server} x {r.servers}"]).append(_growth_cell(r, lang))
+    return list(rows.values())
+
+
+def _growth_caption(result: PlanResult, lang: str) -> str:
+    nf = numbers(lang)
+    return t("growth_caption", lang, scale=_factor(result.growth_view[0].model_scale, nf),
+             headroom=nf.pct(result.headroom))
 
 
 # ---------------------------------------------------------------- Markdown
@@ -145,6 +189,9 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
             t("candidates_caption", lang, shown=len(result.candidates),
               total=numbers(lang).num(result.stats.candidates_evaluated)), ""]
     out += _md_table(_candidate_head(lang), _candidate_rows(result, lang)) + [""]
+    if result.growth_view:
+        out += [f"## {t('h_growth', lang)}", "", _growth_caption(result, lang), ""]
+        out += _md_table(_growth_head(result, lang), _growth_rows(result, lang)) + [""]
     out += [f"## {t('h_checklist', lang)}", ""]
     out += _md_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
                      [[item.item, f"{MARK[item.verdict]} {t('v_' + item.verdict, lang)}", "\n".join(item.reasons)]
@@ -250,6 +297,9 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
             "<p>" + _e(t("candidates_caption", lang, shown=len(result.candidates),
                          total=numbers(lang).num(result.stats.candidates_evaluated))) + "</p>"]
     out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
+    if result.growth_view:
+        out += [f"<h2>{_e(t('h_growth', lang))}</h2>", f"<p>{_e(_growth_caption(result, lang))}</p>"]
+        out += _html_table(_growth_head(result, lang), _growth_rows(result, lang))
     out += [f"<h2>{_e(t('h_checklist', lang))}</h2>"]
     out += _html_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
                        [[_e(item.item),
@@ -271,14 +321,16 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     # figures
     out += [f"<h2>{_e(t('h_figures', lang))}</h2>"]
     svg, _ = figures.svg(lambda fig: figures.draw_memory(result, lang, fig))
-    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang))
+    headroom = numbers(lang).pct(result.headroom)
+    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang, headroom=headroom))
     svg, skipped = figures.svg(lambda fig: figures.draw_pareto(result, lang, fig))
     cap = t("fig_pareto_caption", lang) + (" " + t("fig_pareto_skipped", lang, n=skipped) if skipped else "")
     out += _figure(svg, t("fig_pareto", lang), cap)
     svg, _ = figures.svg(lambda fig: figures.draw_tco(result, lang, fig))
     out += _figure(svg, t("fig_tco", lang), t("fig_tco_caption", lang))
     svg, _ = figures.svg(lambda fig: figures.draw_growth(result, lang, fig))
-    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang))
+    scale = _factor(result.growth_view[0].model_scale, numbers(lang)) if result.growth_view else "1"
+    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang, scale=scale, headroom=headroom))
 
     if result.faq:
         out += [f"<h2>{_e(t('h_faq', lang))}</h2>"]

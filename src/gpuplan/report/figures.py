@@ -1,5 +1,6 @@
 """The four figures of the HTML report (report/document.py), drawn with matplotlib into inline SVG: memory per GPU
-against VRAM, time against cost, cumulative cost over the horizon, and memory after growth. Each `draw_*` draws
+against the VRAM and the usable VRAM, time against cost, cumulative cost over the horizon, and memory as the model
+grows (the growth view). Each `draw_*` draws
 one figure for a PlanResult in a report language; `svg` renders it deterministically (no date, a fixed hash
 salt), so that the page is stable."""
 
@@ -11,10 +12,32 @@ import re
 from gpuplan.report.i18n import t
 from gpuplan.report.numbers import Numbers, numbers
 from gpuplan.report.plan import is_chosen
-from gpuplan.schema.plan import Candidate, Deployment, PlanResult
+from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "other")
+
+
+def _vram_gib(c: Candidate) -> float | None:
+    """The GPU memory the plan compared the candidate with (its catalog row, built-in or the user's)."""
+    if c.memory.headroom_bytes is not None:
+        return (c.memory.device_bytes + c.memory.headroom_bytes) / GIB
+    return _gpu_vram_gib(c.gpu_id)
+
+
+def _vram_marks(ax: object, ys: list[float], vrams: list[float | None], usable: list[float | None], half: float,
+                lang: str) -> None:
+    """Per bar group: a solid mark at the GPU's VRAM and a dashed one at the usable VRAM (less the headroom)."""
+    first = True
+    for y, vram, use in zip(ys, vrams, usable):
+        if vram is None:
+            continue
+        ax.plot([vram, vram], [y - half, y + half], color="black", linewidth=2,  # type: ignore[attr-defined]
+                label=t("l_vram", lang) if first else None)
+        if use is not None:
+            ax.plot([use, use], [y - half, y + half], color="black", linewidth=1.5,  # type: ignore[attr-defined]
+                    linestyle="--", label=t("l_usable", lang) if first else None)
+        first = False
 
 
 def _gpu_vram_gib(gpu_id: str) -> float | None:
@@ -73,13 +96,8 @@ def draw_memory(result: PlanResult, lang: str, fig: object) -> None:
         if any(v > 0 for v in vals):
             ax.barh(list(ys), vals, left=left, label=t(f"m_{part}", lang), height=0.6)
             left = [lft + v for lft, v in zip(left, vals)]
-    first = True
-    for y, c in zip(ys, cands):
-        vram = _gpu_vram_gib(c.gpu_id)
-        if vram is not None:
-            ax.plot([vram, vram], [y - 0.4, y + 0.4], color="black", linewidth=2,
-                    label=t("l_vram", lang) if first else None)
-            first = False
+    vrams = [_vram_gib(c) for c in cands]
+    _vram_marks(ax, list(ys), vrams, [None if v is None else v * (1 - result.headroom) for v in vrams], 0.4, lang)
     ax.set_yticks(list(ys), [_label(c) for c in cands])
     ax.set_xlabel(t("ax_gib", lang))
     _localize_ticks(ax, numbers(lang))
@@ -156,24 +174,37 @@ def draw_tco(result: PlanResult, lang: str, fig: object) -> None:
 
 
 def draw_growth(result: PlanResult, lang: str, fig: object) -> None:
+    """The growth view: per candidate, one bar per model size (x1 as planned, x1.5, x2), against its VRAM and
+    usable VRAM; a size that no longer fits is hatched."""
     ax = fig.subplots()  # type: ignore[attr-defined]
-    cands = list(reversed(result.candidates))
+    rows: dict[tuple[str, int, int], list[GrowthRow]] = {}
+    for r in result.growth_view:
+        rows.setdefault((r.gpu_id, r.gpus_per_server, r.servers), []).append(r)
+    cands = [c for c in reversed(result.candidates) if (c.gpu_id, c.gpus_per_server, c.servers) in rows]
     if not cands:
         return _no_data(ax, lang)
+    from matplotlib.patches import Patch
+
+    nf = numbers(lang)
     ys = list(range(len(cands)))
-    ax.barh([y + 0.2 for y in ys], [c.memory.device_bytes / GIB for c in cands], height=0.4, label=t("l_now", lang))
-    ax.barh([y - 0.2 for y in ys], [c.grown_device_bytes / GIB for c in cands], height=0.4, label=t("l_grown", lang))
-    first = True
-    for y, c in zip(ys, cands):
-        vram = _gpu_vram_gib(c.gpu_id)
-        if vram is not None:
-            ax.plot([vram, vram], [y - 0.45, y + 0.45], color="black", linewidth=2,
-                    label=t("l_vram", lang) if first else None)
-            first = False
+    sizes = rows[(cands[0].gpu_id, cands[0].gpus_per_server, cands[0].servers)]
+    height = 0.8 / len(sizes)
+    keys: list[Patch] = []
+    for k, size in enumerate(sizes):
+        grown = [rows[(c.gpu_id, c.gpus_per_server, c.servers)][k] for c in cands]
+        color = f"C{k}"
+        ax.barh([y + 0.4 - height * (k + 0.5) for y in ys], [r.device_bytes / GIB for r in grown], height=height,
+                color=color, hatch=["" if r.fits else "//" for r in grown], edgecolor="white")
+        keys.append(Patch(facecolor=color, label=t("l_planned" if size.factor == 1 else "l_factor", lang,
+                                                  f=nf.num(size.factor, 1 if size.factor % 1 else 0))))
+    keys.append(Patch(facecolor="grey", edgecolor="white", hatch="//", label=t("l_no_fit", lang)))
+    _vram_marks(ax, ys, [_vram_gib(c) for c in cands],
+                [rows[(c.gpu_id, c.gpus_per_server, c.servers)][0].usable_bytes / GIB for c in cands], 0.45, lang)
     ax.set_yticks(ys, [_label(c) for c in cands])
     ax.set_xlabel(t("ax_gib", lang))
-    _localize_ticks(ax, numbers(lang))
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    _localize_ticks(ax, nf)
+    lines, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=[*lines, *keys], fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
 _SVG_HEAD = re.compile(r"\A.*?(?=<svg)", re.S)
