@@ -194,7 +194,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     from gpuplan.catalog.loader import load_fx, load_host_support
     from gpuplan.catalog.server_rules import load_server_rules
     from gpuplan.core.checklist import build_checklist, build_faq
-    from gpuplan.core.search import SearchInputs, grow_arch, search
+    from gpuplan.core.search import SearchInputs, grow_arch, memory_headroom, search
     from gpuplan.core.server import build_server
 
     proj, base = _load(project, base_dir)
@@ -222,9 +222,9 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     if traced is not None:
         from gpuplan.core.search import search_traced
 
-        candidates, rejected, stats = search_traced(inp, traced, obj)
+        candidates, rejected, stats, growth = search_traced(inp, traced, obj)
     else:
-        candidates, rejected, stats = search(inp, obj)
+        candidates, rejected, stats, growth = search(inp, obj, growth_top=top)
     if not candidates:
         raise InfeasibleError(_binding_constraint(proj, rejected))
     shown = candidates[: top] if top else candidates
@@ -239,7 +239,8 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
             for rid in catalog.table(kind).overridden():
                 notes.append(Note(code="catalog-user-row", message=f"{kind} {rid}: your row replaces the built-in"))
     return PlanResult(project=proj.name, objective=obj, recommendation=rec, candidates=shown, rejected=rejected,
-                      checklist=checklist, faq=faq, stats=stats, notes=notes)
+                      checklist=checklist, faq=faq, stats=stats, notes=notes, headroom=memory_headroom(proj),
+                      growth_view=growth)
 
 
 def _with_deployments(proj: Project, cands: list[Candidate], catalog: Catalog, fx: dict[str, float], currency: str,

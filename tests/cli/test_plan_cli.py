@@ -22,6 +22,8 @@ VERDICTS = {"pass", "warn", "fail", "not evaluated"}
 CANDIDATE_KEYS = {"gpu_id", "gpus_per_server", "servers", "layout", "memory", "time", "server", "fits", "score"}
 SERVER_KEYS = {"cpu_model", "cpu_cores", "ram_bytes", "storage_bytes", "storage_read_gb_s", "network_gbit_s",
                "power_w", "cooling_btu_h", "rack_units", "reasons"}
+GROWTH_KEYS = {"gpu_id", "gpus_per_server", "servers", "factor", "model_scale", "parameters", "device_bytes",
+               "usable_bytes", "fits", "min_gpus"}
 #: --top large enough to see every candidate
 ALL = "1000"
 
@@ -122,6 +124,13 @@ def test_example_json_contract(name: str) -> None:
     stats = d["stats"]
     assert isinstance(stats["candidates_evaluated"], int) and stats["candidates_evaluated"] > 0
     assert isinstance(stats["search_seconds"], float) and 0 < stats["search_seconds"] < 60
+    # extensions: the headroom used and the growth view (x1 as planned, x1.5, x2 for each shown candidate)
+    assert d["headroom"] == 0.10
+    shown = [(c["gpu_id"], c["gpus_per_server"], c["servers"]) for c in d["candidates"]]
+    rows = d["growth_view"]
+    assert [(r["gpu_id"], r["gpus_per_server"], r["servers"]) for r in rows] == [k for k in shown for _ in range(3)]
+    for r in rows:
+        assert GROWTH_KEYS == r.keys() and r["factor"] in (1.0, 1.5, 2.0)
 
 
 @pytest.mark.parametrize("name", example_names())

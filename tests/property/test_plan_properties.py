@@ -93,6 +93,37 @@ def test_every_candidate_fits_with_its_headroom_today_and_after_growth(project, 
 
 
 @SETTINGS
+@given(projects(), st.sampled_from([0.0, 0.10, 0.25]), st.sampled_from([1.0, 1.5]), st.sampled_from([None, 3]))
+def test_growth_view_grows_with_the_model_and_fits_monotonically(project, headroom, scale, top) -> None:
+    project = with_(with_(project, "constraints", memory_headroom=headroom), "growth", model_scale=scale)
+    result = plan_or_none(project, top=top)
+    assume(result is not None)
+    assert result.headroom == headroom
+    shown = {(c.gpu_id, c.gpus_per_server, c.servers): c for c in result.candidates}
+    rows: dict[tuple[str, int, int], list] = {}
+    for r in result.growth_view:
+        rows.setdefault((r.gpu_id, r.gpus_per_server, r.servers), []).append(r)
+    assert rows.keys() == shown.keys()  # one set of rows per shown candidate, none for another
+    for key, rs in rows.items():
+        c = shown[key]
+        assert [r.factor for r in rs] == [1.0, 1.5, 2.0]
+        # x1 is the candidate as planned: its grown memory, and it fits (the search kept it)
+        assert rs[0].device_bytes == c.grown_device_bytes and rs[0].fits == c.fits_with_growth is True
+        assert rs[0].model_scale == scale
+        usable = CATALOG.gpus.rows[c.gpu_id].memory_gib * GIB * (1 - headroom)
+        for lo, hi in zip(rs, rs[1:]):
+            # a bigger model never needs less memory, and what fits it fits the smaller one
+            assert lo.device_bytes <= hi.device_bytes and lo.parameters < hi.parameters
+            assert lo.fits or not hi.fits
+            # the fewest GPUs that hold the model never drops as it grows
+            assert hi.min_gpus is None or (lo.min_gpus is not None and lo.min_gpus <= hi.min_gpus)
+        for r in rs:
+            assert r.fits == (r.device_bytes <= r.usable_bytes) and abs(r.usable_bytes - usable) <= 1
+            if r.fits:  # this layout holds it: at most this many GPUs are needed
+                assert r.min_gpus is not None and r.min_gpus <= c.gpus_per_server * c.servers
+
+
+@SETTINGS
 @given(projects())
 def test_every_server_has_ram_at_least_twice_its_vram(project) -> None:
     result = plan_or_none(project)

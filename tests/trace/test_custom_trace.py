@@ -123,6 +123,8 @@ def test_a_traced_model_feeds_estimate_and_plan(models: str, tmp_path: Path) -> 
     assert rec["layout"]["tp"] == 1 and rec["layout"]["dp"] == rec["gpus_per_server"]
     assert rec["memory"]["peak_tensor_bytes"] == traced.peak_bytes
     assert rec["fits"] and rec["time_hours"] > 0
+    # no growth view for a traced model (the planned growth is not applied to it either)
+    assert plan["growth_view"] == [] and plan["headroom"] == 0.10
 
 
 def test_a_traced_model_too_big_for_any_gpu_is_infeasible(models: str, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from gpuplan.errors import InputError
 from gpuplan.report.document import render_html, render_markdown
 from gpuplan.report.i18n import STRINGS, t
 from gpuplan.schema.plan import PlanResult
+from gpuplan.units import GIB
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 UPDATE = os.environ.get("GPUPLAN_UPDATE_SNAPSHOTS") == "1"
@@ -110,6 +111,40 @@ def test_french_headings() -> None:
             if en != fr:
                 assert en not in text, f"English heading {en!r} in the French report"
     assert '<html lang="fr">' in _html(FR_EXAMPLE, "fr")
+
+
+def test_french_numbers() -> None:
+    """Numbers the report writes follow French rules in French (report/numbers.py); the core's reasons stay English."""
+    res = _plan(FR_EXAMPLE)
+    rec = res.recommendation
+    md = render_markdown(res, "fr")
+    verdict = md.split("## ", 2)[1]
+    gib = f"{rec.memory.device_bytes / GIB:,.1f}".replace(".", ",")
+    assert f"{gib} Gio par GPU" in verdict
+    assert f"prix {rec.price_usd:,.0f}\u00a0$US".replace(",", "\u202f") in verdict
+    d = rec.deployment
+    assert f"{d.total_cost:,.0f}".replace(",", "\u202f") + "\u00a0€ sur l'horizon" in verdict
+    assert "$" + f"{rec.price_usd:,.0f}" not in verdict and "EUR" not in verdict
+    # the English report keeps Python's grouping
+    assert f"price ${rec.price_usd:,.0f}" in render_markdown(res, "en")
+
+
+def test_growth_view_and_headroom_in_the_reports() -> None:
+    """The growth table has one row per shown candidate and a column per model size; the captions and the footer
+    state the headroom the plan used (--headroom 0.25 here)."""
+    res = api.plan(example_path("llama3-70b-serving"), top=3, headroom=0.25)
+    assert res.headroom == 0.25
+    md = render_markdown(res)
+    section = md.split(f"## {t('h_growth')}", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert len(table) == 1 + len(res.candidates)
+    assert table[0].count("|") == 5 and "×1.5" in table[0] and "×2" in table[0]
+    assert "less the 25% headroom" in section and "keeps 25% of it free" in md
+    page = render_html(res)
+    assert "less the 25% headroom the plan keeps free" in page and "dashed: VRAM less the 25% headroom" in page
+    assert "usable VRAM" in page  # the legend of the memory and growth figures
+    fr = render_markdown(res, "fr")
+    assert "la marge de 25\u202f%" in fr and f"## {t('h_growth', 'fr')}" in fr
 
 
 def test_every_string_has_both_languages() -> None:

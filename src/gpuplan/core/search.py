@@ -14,15 +14,17 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpuplan.catalog.hardware import Catalog
+from gpuplan.core.growth import growth_rows, leanest
 from gpuplan.core.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.params import ParamCount, count_params
 from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.schema.estimate import ActivationTable, Note, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import Candidate, PlanStats, Rejected, ServerNeeds, ServerSpec
+from gpuplan.schema.plan import Candidate, GrowthRow, PlanStats, Rejected, ServerNeeds, ServerSpec
 from gpuplan.schema.project import Budget, Layout, Project, Workload
 from gpuplan.schema.speed import SpeedModel
 from gpuplan.units import GIB
@@ -67,6 +69,20 @@ class SearchInputs:
     #: checkpoints a run keeps (data/server_rules.toml)
     checkpoints_kept: int = 3
     notes: list[Note] = field(default_factory=list)
+
+
+class SearchOutput(NamedTuple):
+    #: ranked, best first
+    candidates: list[Candidate]
+    rejected: list[Rejected]
+    stats: PlanStats
+    #: the first `growth_top` candidates at x1, x1.5 and x2 the planned model size (core/growth.py)
+    growth_view: list[GrowthRow]
+
+
+def memory_headroom(project: Project) -> float:
+    """The fraction of each GPU's memory the plan keeps free (constraints.memory_headroom, 10% without constraints)."""
+    return project.constraints.memory_headroom if project.constraints else 0.10
 
 
 def grow_arch(arch: ModelArch, scale: float) -> ModelArch:
@@ -225,7 +241,9 @@ def training_tokens(project: Project, tok_sample: int) -> tuple[float | None, st
     return None, None
 
 
-def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rejected], PlanStats]:
+def search(inp: SearchInputs, objective: str, growth_top: int | None = None) -> SearchOutput:
+    """The ranked candidates, the rejected shapes and why, and the growth view of the first `growth_top` candidates
+    (all when None)."""
     t0 = time.perf_counter()
     proj, arch = inp.project, inp.arch
     w = proj.workload
@@ -234,7 +252,7 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
     p_grown = count_params(inp.grown_arch)
     w_grown = grown_workload(w, proj, arch)
     cons = proj.constraints
-    headroom = cons.memory_headroom if cons else 0.10
+    headroom = memory_headroom(proj)
     rejected: list[Rejected] = []
     gpus = allowed_gpus(inp, rejected)
     gbs, _ = global_batch(proj)
@@ -249,6 +267,9 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
 
     configs: dict[tuple[int, int], list[Config]] = {}
     grown_dev: dict[tuple, int] = {}  # type: ignore[type-arg]
+    model_scale = proj.growth.model_scale if proj.growth else 1.0
+    # the model at `factor` x the planned size, and its parameters
+    grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, p_grown)}
     evaluated = 0
 
     def configs_for(n: int, per_server: int) -> list[Config]:
@@ -261,17 +282,29 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
             configs[key] = sorted(cs, key=_proxy)
         return configs[key]
 
-    def grown_device(c: Config) -> int:
-        if c.key not in grown_dev:
+    def grown_model(factor: float) -> tuple[ModelArch, ParamCount]:
+        if factor not in grown_models:
+            a = grow_arch(arch, model_scale * factor)
+            grown_models[factor] = (a, count_params(a))
+        return grown_models[factor]
+
+    def grown_device(c: Config, factor: float = 1.0) -> int:
+        """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size."""
+        key = (c.key, factor)
+        if key not in grown_dev:
             gw = grown_workload(c.workload, proj, arch) if training else c.workload.model_copy(
                 update={"batch_size": max(math.ceil(w_grown.batch_size / (c.n // c.layout.tp)), 1),
                         "context_length": w_grown.context_length})
-            m = estimate_memory(inp.grown_arch, p_grown, gw, c.layout, c.n if training else c.layout.tp, inp.table,
-                                inp.overheads)
-            grown_dev[c.key] = m.device_bytes
-        return grown_dev[c.key]
+            a, pa = grown_model(factor)
+            m = estimate_memory(a, pa, gw, c.layout, c.n if training else c.layout.tp, inp.table, inp.overheads)
+            grown_dev[key] = m.device_bytes
+        return grown_dev[key]
 
     candidates: list[Candidate] = []
+    #: for the growth view: each candidate's layout, each GPU's usable bytes and the server shapes tried for it
+    config_of: dict[tuple[str, int, int], Config] = {}
+    usable_of: dict[str, int] = {}
+    tried: dict[str, list[tuple[int, int]]] = {}
     timed = 0
     for gpu in gpus:
         max_ps = max_gpus_per_server(gpu, inp.catalog)
@@ -283,6 +316,7 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
             continue
         cap = int(gpu.memory_gib * GIB)
         usable = int(cap * (1 - headroom))
+        usable_of[gpu.id] = usable
         shapes = [(ps, 1) for ps in PER_SERVER if ps <= max_ps]
         if max_ps >= 72:
             shapes.append((72, 1))
@@ -298,6 +332,7 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
             nonlocal timed
             n = ps * servers
             cs = configs_for(n, ps)
+            tried.setdefault(gpu.id, []).append((ps, servers))
             fitting = [c for c in cs if c.device_bytes <= usable]
             if not fitting:
                 smallest = min((c.device_bytes for c in cs), default=None)
@@ -337,6 +372,7 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
                               dataset_bytes, horizon, budget, deadline_h, rejected)
             if cand is not None:
                 candidates.append(cand)
+                config_of[(gpu.id, ps, servers)] = c
                 return "ok"
             return "deadline" if len(rejected) > before and "deadline" in rejected[-1].reason else "other"
 
@@ -360,9 +396,19 @@ def search(inp: SearchInputs, objective: str) -> tuple[list[Candidate], list[Rej
                                             f" GPUs, {usable / GIB:,.1f} GiB usable ({gpu.memory_gib:g} GiB less "
                                             f"{headroom:.0%} headroom)"))
     ranked = rank(candidates, objective)
+    growth: list[GrowthRow] = []
+    lean: dict[tuple[int, int], list[Config]] = {}
+    for cand in ranked[:growth_top] if growth_top else ranked:
+        for ps, s in tried[cand.gpu_id]:
+            if (ps, s) not in lean:
+                lean[(ps, s)] = leanest(configs_for(ps * s, ps))
+        shapes_tried = [(ps * s, lean[(ps, s)]) for ps, s in tried[cand.gpu_id]]
+        growth += growth_rows(cand, config_of[(cand.gpu_id, cand.gpus_per_server, cand.servers)],
+                              usable_of[cand.gpu_id], shapes_tried, model_scale, lambda f: grown_model(f)[1].total,
+                              grown_device)
     stats = PlanStats(candidates_evaluated=evaluated + timed, search_seconds=time.perf_counter() - t0,
                       gpu_types=len(gpus))
-    return ranked, rejected, stats
+    return SearchOutput(ranked, rejected, stats, growth)
 
 
 def _trainable(arch: ModelArch, p: ParamCount, w: Workload) -> int:
@@ -506,11 +552,12 @@ def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
     return sorted(out, key=lambda c: (c.score, c.cost_usd if c.cost_usd is not None else math.inf, t(c)))
 
 
-__all__ = ["Config", "SearchInputs", "global_batch", "grow_arch", "grown_workload", "inference_configs",
-           "max_gpus_per_server", "over_budget", "rank", "search", "training_configs", "training_tokens"]
+__all__ = ["Config", "SearchInputs", "SearchOutput", "global_batch", "grow_arch", "grown_workload",
+           "inference_configs", "max_gpus_per_server", "memory_headroom", "over_budget", "rank", "search",
+           "training_configs", "training_tokens"]
 
 
-def search_traced(inp: SearchInputs, tr: object, objective: str) -> tuple[list[Candidate], list[Rejected], PlanStats]:
+def search_traced(inp: SearchInputs, tr: object, objective: str) -> SearchOutput:
     """The search for a traced model (`model.trace`): each GPU type x 1-8 data-parallel GPUs in one server, from
     the trace's measured memory and FLOPs (core/traced.py). Time is for 1,000 batches of the factory's inputs,
     spread over the GPUs."""
@@ -521,7 +568,7 @@ def search_traced(inp: SearchInputs, tr: object, objective: str) -> tuple[list[C
     t0 = time.perf_counter()
     proj = inp.project
     cons = proj.constraints
-    headroom = cons.memory_headroom if cons else 0.10
+    headroom = memory_headroom(proj)
     rejected: list[Rejected] = []
     gpus = allowed_gpus(inp, rejected)
     budget = proj.goals.budget if proj.goals else None
@@ -580,7 +627,8 @@ def search_traced(inp: SearchInputs, tr: object, objective: str) -> tuple[list[C
                 time_hours=hours if tr.training else None, request_latency_s=None if tr.training else step,
                 score=0.0, reasons=reasons))
     stats = PlanStats(candidates_evaluated=evaluated, search_seconds=time.perf_counter() - t0, gpu_types=len(gpus))
-    return rank(cands, objective), rejected, stats
+    # no growth view: the planned growth is not applied to a traced model either (trace the grown model)
+    return SearchOutput(rank(cands, objective), rejected, stats, [])
 
 
 __all__ += ["search_traced"]

@@ -1,27 +1,35 @@
 """Render a PlanResult as a Markdown or a self-contained HTML report (with four inline SVG figures).
-Pure: a result in, a string out; nothing time-dependent, so the output is stable for snapshot tests."""
+Pure: a result in, a string out; nothing time-dependent, so the output is stable for snapshot tests. Every number
+goes through the report language's formatter (report/numbers.py)."""
 
 from __future__ import annotations
 
 import html
-import io
-import re
 
+from gpuplan.report import figures
 from gpuplan.report.i18n import check_lang, t
-from gpuplan.report.plan import (chosen_deployment, is_chosen, layout_text, price_text, time_text,
-                                 unchosen_gpus)
-from gpuplan.schema.plan import Candidate, Deployment, PlanResult
+from gpuplan.report.numbers import Numbers, numbers
+from gpuplan.report.plan import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
+from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
 MARK = {"pass": "✓", "warn": "!", "fail": "✗", "not evaluated": "–"}
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "other")
 MAX_REJECTED = 12
 
 
 # ---------------------------------------------------------------- shared pieces
 
 def _time(c: Candidate, lang: str) -> str:
-    return time_text(c, day="d" if lang == "en" else "j")
+    return numbers(lang).localize(time_text(c, day="d" if lang == "en" else "j"))
+
+
+def _price(c: Candidate, nf: Numbers) -> str:
+    """The purchase price, as report/plan.py's price_text writes it in English."""
+    return "-" if c.price_usd is None else nf.usd(c.price_usd)
+
+
+def _gib(n: float, nf: Numbers) -> str:
+    return nf.num(n / GIB, 1)
 
 
 def _verdict(result: PlanResult, lang: str) -> list[str]:
@@ -29,46 +37,50 @@ def _verdict(result: PlanResult, lang: str) -> list[str]:
     if rec is None:
         return [t("no_recommendation", lang)]
     s = rec.server
+    nf = numbers(lang)
     out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
              platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=layout_text(rec), time=_time(rec, lang), price=price_text(rec),
-             mem=f"{rec.memory.device_bytes / GIB:,.1f}", grown=f"{rec.grown_device_bytes / GIB:,.1f}")]
+             layout=layout_text(rec), time=_time(rec, lang), price=_price(rec, nf),
+             mem=_gib(rec.memory.device_bytes, nf), grown=_gib(rec.grown_device_bytes, nf))]
     if rec.deployment is not None:
         d = rec.deployment
-        out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider, total=f"{d.total_cost:,.0f}",
-                     currency=d.currency, monthly=f"{d.monthly_cost:,.0f}"))
+        out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider,
+                     total=nf.money(d.total_cost, d.currency), monthly=nf.num(d.monthly_cost)))
     return out
 
 
 def _spec(c: Candidate, lang: str) -> str:
     s = c.server
+    nf = numbers(lang)
     txt = t("spec", lang, cpu_sockets=s.cpu_sockets, cpu=s.cpu_model, cores=s.cpu_cores,
-            ram=f"{s.ram_bytes / 1e9:,.0f}", drives=s.drives, storage=f"{s.storage_bytes / 1e12:,.1f}",
-            read=f"{s.storage_read_gb_s:,.1f}", net=f"{s.network_gbit_s:,.0f}", power=f"{s.power_w / 1000:,.1f}",
-            btu=f"{s.cooling_btu_h:,.0f}", cooling=s.cooling)
+            ram=nf.num(s.ram_bytes / 1e9), drives=s.drives, storage=nf.num(s.storage_bytes / 1e12, 1),
+            read=nf.num(s.storage_read_gb_s, 1), net=nf.num(s.network_gbit_s), power=nf.num(s.power_w / 1000, 1),
+            btu=nf.num(s.cooling_btu_h), cooling=s.cooling)
     if s.rack_units:
         txt += ", " + t("rack_units", lang, u=s.rack_units)
     return txt
 
 
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
+    nf = numbers(lang)
     return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_text(c),
-             f"{c.memory.device_bytes / GIB:,.1f}", _time(c, lang), price_text(c), f"{c.score:,.2f}"]
+             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf), nf.num(c.score, 2)]
             for c in result.candidates]
 
 
 def _breakeven(d: Deployment, lang: str) -> str:
     parts = []
     for other, v in d.breakeven_months_vs.items():
-        when = t("be_never", lang) if v is None else t("be_now", lang) if v == 0 else t("be_month", lang, m=f"{v:,.1f}")
+        when = (t("be_never", lang) if v is None else t("be_now", lang) if v == 0
+                else t("be_month", lang, m=numbers(lang).num(v, 1)))
         parts.append(t("be_vs", lang, other=other, when=when))
     return ", ".join(parts)
 
 
 def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
-    return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider,
-             f"{d.upfront_cost:,.0f}",
-             f"{d.monthly_cost:,.0f}", f"{d.total_cost:,.0f} {d.currency}", _breakeven(d, lang)]
+    nf = numbers(lang)
+    return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider, nf.num(d.upfront_cost),
+             nf.num(d.monthly_cost), nf.money(d.total_cost, d.currency), _breakeven(d, lang)]
             for d in c.deployments]
 
 
@@ -88,11 +100,55 @@ def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
 
 
 def _sources(result: PlanResult, lang: str) -> list[str]:
-    out = [t("sources", lang)]
+    nf = numbers(lang)
+    out = [t("sources", lang, headroom=nf.pct(result.headroom))]
     if lang != "en":
         out.append(t("reasons_english", lang))
-    out.append(t("stats", lang, n=f"{result.stats.candidates_evaluated:,}", gpus=result.stats.gpu_types))
+    out.append(t("stats", lang, n=nf.num(result.stats.candidates_evaluated), gpus=result.stats.gpu_types))
     return out
+
+
+def _factor(x: float, nf: Numbers) -> str:
+    """A size factor: "1.5", "2"."""
+    return nf.num(x, 1 if x % 1 else 0)
+
+
+def _growth_sizes(result: PlanResult) -> list[GrowthRow]:
+    """The model sizes of the growth view (the first candidate's rows: every candidate has the same sizes)."""
+    first = result.growth_view[0]
+    return [r for r in result.growth_view
+            if (r.gpu_id, r.gpus_per_server, r.servers) == (first.gpu_id, first.gpus_per_server, first.servers)]
+
+
+def _growth_head(result: PlanResult, lang: str) -> list[str]:
+    nf = numbers(lang)
+    return [t("col_candidate", lang)] + [
+        t("g_col_planned" if r.factor == 1 else "g_col", lang, f=_factor(r.factor, nf),
+          scale=_factor(r.model_scale, nf), params=nf.num(r.parameters / 1e9, 1)) for r in _growth_sizes(result)]
+
+
+def _growth_cell(r: GrowthRow, lang: str) -> str:
+    mem = _gib(r.device_bytes, numbers(lang))
+    if r.fits:
+        return t("g_fits", lang, mem=mem)
+    if r.min_gpus is None:
+        return t("g_no_shape", lang, mem=mem)
+    return t("g_needs", lang, mem=mem, gpus=t("one_gpu" if r.min_gpus == 1 else "n_gpus", lang, n=r.min_gpus))
+
+
+def _growth_rows(result: PlanResult, lang: str) -> list[list[str]]:
+    """One row per shown candidate: its label, then each model size's peak per GPU and whether it fits."""
+    rows: dict[tuple[str, int, int], list[str]] = {}
+    for r in result.growth_view:
+        key = (r.gpu_id, r.gpus_per_server, r.servers)
+        rows.setdefault(key, [f"{r.gpu_id} {r.gpus_per_server} x {r.servers}"]).append(_growth_cell(r, lang))
+    return list(rows.values())
+
+
+def _growth_caption(result: PlanResult, lang: str) -> str:
+    nf = numbers(lang)
+    return t("growth_caption", lang, scale=_factor(result.growth_view[0].model_scale, nf),
+             headroom=nf.pct(result.headroom))
 
 
 # ---------------------------------------------------------------- Markdown
@@ -130,8 +186,12 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
         out += [f"- **{t('warning', lang)}**: {w}" for w in rec.server.warnings]
         out.append("")
     out += [f"## {t('h_candidates', lang)}", "",
-            t("candidates_caption", lang, shown=len(result.candidates), total=f"{result.stats.candidates_evaluated:,}"), ""]
+            t("candidates_caption", lang, shown=len(result.candidates),
+              total=numbers(lang).num(result.stats.candidates_evaluated)), ""]
     out += _md_table(_candidate_head(lang), _candidate_rows(result, lang)) + [""]
+    if result.growth_view:
+        out += [f"## {t('h_growth', lang)}", "", _growth_caption(result, lang), ""]
+        out += _md_table(_growth_head(result, lang), _growth_rows(result, lang)) + [""]
     out += [f"## {t('h_checklist', lang)}", ""]
     out += _md_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
                      [[item.item, f"{MARK[item.verdict]} {t('v_' + item.verdict, lang)}", "\n".join(item.reasons)]
@@ -161,154 +221,6 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
     for para in _sources(result, lang):
         out += [para, ""]
     return "\n".join(out).rstrip() + "\n"
-
-
-# ---------------------------------------------------------------- figures (matplotlib, SVG)
-
-def _gpu_vram_gib(gpu_id: str) -> float | None:
-    from gpuplan.catalog.hardware import builtin_catalog
-
-    row = builtin_catalog().gpus.rows.get(gpu_id)
-    return None if row is None else float(row.memory_gib)
-
-
-def _label(c: Candidate) -> str:
-    return f"{c.gpu_id} {c.gpus_per_server}x{c.servers}"
-
-
-def _no_data(ax: object, lang: str) -> None:
-    ax.text(0.5, 0.5, t("no_data", lang), ha="center", va="center", transform=ax.transAxes)  # type: ignore[attr-defined]
-    ax.set_axis_off()  # type: ignore[attr-defined]
-
-
-def _fig_memory(result: PlanResult, lang: str, fig: object) -> None:
-    ax = fig.subplots()  # type: ignore[attr-defined]
-    cands = list(reversed(result.candidates))
-    if not cands:
-        return _no_data(ax, lang)
-    ys = range(len(cands))
-    left = [0.0] * len(cands)
-    for part in (*MEMORY_PARTS, "rest"):
-        if part == "rest":
-            vals = [max(0.0, c.memory.device_bytes / GIB - lft) for c, lft in zip(cands, left)]
-        else:
-            vals = [getattr(c.memory, f"{part}_bytes") / GIB for c in cands]
-        if any(v > 0 for v in vals):
-            ax.barh(list(ys), vals, left=left, label=t(f"m_{part}", lang), height=0.6)
-            left = [lft + v for lft, v in zip(left, vals)]
-    first = True
-    for y, c in zip(ys, cands):
-        vram = _gpu_vram_gib(c.gpu_id)
-        if vram is not None:
-            ax.plot([vram, vram], [y - 0.4, y + 0.4], color="black", linewidth=2,
-                    label=t("l_vram", lang) if first else None)
-            first = False
-    ax.set_yticks(list(ys), [_label(c) for c in cands])
-    ax.set_xlabel(t("ax_gib", lang))
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-
-
-def _fig_pareto(result: PlanResult, lang: str, fig: object) -> int:
-    ax = fig.subplots()  # type: ignore[attr-defined]
-    training = any(c.time_hours is not None for c in result.candidates)
-    pts = []
-    for c in result.candidates:
-        x = c.time_hours if training else c.request_latency_s
-        if x is not None and c.cost_usd is not None:
-            pts.append((c, x, c.cost_usd))
-    skipped = len(result.candidates) - len(pts)
-    if not pts:
-        _no_data(ax, lang)
-        return skipped
-    ax.scatter([p[2] for p in pts], [p[1] for p in pts], color="tab:blue")
-    for c, x, y in pts:
-        ax.annotate(_label(c), (y, x), textcoords="offset points", xytext=(5, 4), fontsize="small")
-    front = sorted((p for p in pts if p[0].pareto), key=lambda p: p[2])
-    if len(front) > 1:
-        ax.plot([p[2] for p in front], [p[1] for p in front], color="tab:orange", label=t("l_pareto", lang))
-    rec = next((p for p in pts if p[0] is result.recommendation), None)
-    if rec is None and result.recommendation is not None:
-        rec = next((p for p in pts if p[0] == result.recommendation), None)
-    if rec is not None:
-        ax.scatter([rec[2]], [rec[1]], s=200, facecolors="none", edgecolors="tab:red", linewidths=2,
-                   label=t("l_recommended", lang))
-    xs, ys = [p[2] for p in pts], [p[1] for p in pts]
-    if min(xs) > 0 and max(xs) / min(xs) > 20:
-        ax.set_xscale("log")
-    if min(ys) > 0 and max(ys) / min(ys) > 20:
-        ax.set_yscale("log")
-    if ax.get_xscale() == "linear":
-        ax.xaxis.set_major_formatter("{x:,.0f}")
-    ax.set_xlabel(t("ax_cost", lang))
-    ax.set_ylabel(t("ax_time_h" if training else "ax_latency", lang))
-    ax.legend(fontsize="small")
-    return skipped
-
-
-def _horizon_months(deps: list[Deployment]) -> float:
-    return max((d.total_cost / d.monthly_cost for d in deps if d.monthly_cost > 0), default=12.0)
-
-
-def _fig_tco(result: PlanResult, lang: str, fig: object) -> None:
-    ax = fig.subplots()  # type: ignore[attr-defined]
-    rec = result.recommendation
-    if rec is None or not rec.deployments:
-        return _no_data(ax, lang)
-    months = _horizon_months(rec.deployments)
-    steps = [months * i / 60 for i in range(61)]
-    first = True
-    for d in rec.deployments:
-        ax.plot(steps, [d.upfront_cost + d.running_monthly * m for m in steps], label=f"{d.option} ({d.provider})",
-                linewidth=3 if is_chosen(rec, d) else 1.5)
-        for other, v in d.breakeven_months_vs.items():
-            if v is not None and 0 < v <= months:
-                ax.plot([v], [d.upfront_cost + d.running_monthly * v], "o", color="black",
-                        label=t("l_breakeven", lang) if first else None)
-                when = t("be_month", lang, m=f"{v:,.1f}")
-                ax.annotate(f"{when} vs {other}", (v, d.upfront_cost + d.running_monthly * v),
-                            textcoords="offset points", xytext=(5, -12), fontsize="small")
-                first = False
-    ax.set_xlabel(t("ax_month", lang))
-    ax.set_ylabel(t("ax_cumulative", lang, currency=rec.deployments[0].currency))
-    ax.set_xlim(0, months)
-    ax.yaxis.set_major_formatter("{x:,.0f}")
-    ax.legend(fontsize="small")
-
-
-def _fig_growth(result: PlanResult, lang: str, fig: object) -> None:
-    ax = fig.subplots()  # type: ignore[attr-defined]
-    cands = list(reversed(result.candidates))
-    if not cands:
-        return _no_data(ax, lang)
-    ys = list(range(len(cands)))
-    ax.barh([y + 0.2 for y in ys], [c.memory.device_bytes / GIB for c in cands], height=0.4, label=t("l_now", lang))
-    ax.barh([y - 0.2 for y in ys], [c.grown_device_bytes / GIB for c in cands], height=0.4, label=t("l_grown", lang))
-    first = True
-    for y, c in zip(ys, cands):
-        vram = _gpu_vram_gib(c.gpu_id)
-        if vram is not None:
-            ax.plot([vram, vram], [y - 0.45, y + 0.45], color="black", linewidth=2,
-                    label=t("l_vram", lang) if first else None)
-            first = False
-    ax.set_yticks(ys, [_label(c) for c in cands])
-    ax.set_xlabel(t("ax_gib", lang))
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-
-
-_SVG_HEAD = re.compile(r"\A.*?(?=<svg)", re.S)
-
-
-def _svg(draw: object) -> tuple[str, object]:
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context({"svg.hashsalt": "gpuplan", "svg.fonttype": "none", "font.size": 9}):
-        fig = Figure(figsize=(7.5, 3.6), layout="constrained")
-        extra = draw(fig)  # type: ignore[operator]
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    # drop the XML prolog and DOCTYPE: the SVG is inlined into HTML5
-    return _SVG_HEAD.sub("", buf.getvalue()).strip(), extra
 
 
 # ---------------------------------------------------------------- HTML
@@ -383,8 +295,11 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
         out += _ul([f"{t('warning', lang)}: {w}" for w in rec.server.warnings], "warning")
     out += [f"<h2>{_e(t('h_candidates', lang))}</h2>",
             "<p>" + _e(t("candidates_caption", lang, shown=len(result.candidates),
-                         total=f"{result.stats.candidates_evaluated:,}")) + "</p>"]
+                         total=numbers(lang).num(result.stats.candidates_evaluated))) + "</p>"]
     out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
+    if result.growth_view:
+        out += [f"<h2>{_e(t('h_growth', lang))}</h2>", f"<p>{_e(_growth_caption(result, lang))}</p>"]
+        out += _html_table(_growth_head(result, lang), _growth_rows(result, lang))
     out += [f"<h2>{_e(t('h_checklist', lang))}</h2>"]
     out += _html_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
                        [[_e(item.item),
@@ -405,15 +320,17 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
 
     # figures
     out += [f"<h2>{_e(t('h_figures', lang))}</h2>"]
-    svg, _ = _svg(lambda fig: _fig_memory(result, lang, fig))
-    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang))
-    svg, skipped = _svg(lambda fig: _fig_pareto(result, lang, fig))
+    svg, _ = figures.svg(lambda fig: figures.draw_memory(result, lang, fig))
+    headroom = numbers(lang).pct(result.headroom)
+    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang, headroom=headroom))
+    svg, skipped = figures.svg(lambda fig: figures.draw_pareto(result, lang, fig))
     cap = t("fig_pareto_caption", lang) + (" " + t("fig_pareto_skipped", lang, n=skipped) if skipped else "")
     out += _figure(svg, t("fig_pareto", lang), cap)
-    svg, _ = _svg(lambda fig: _fig_tco(result, lang, fig))
+    svg, _ = figures.svg(lambda fig: figures.draw_tco(result, lang, fig))
     out += _figure(svg, t("fig_tco", lang), t("fig_tco_caption", lang))
-    svg, _ = _svg(lambda fig: _fig_growth(result, lang, fig))
-    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang))
+    svg, _ = figures.svg(lambda fig: figures.draw_growth(result, lang, fig))
+    scale = _factor(result.growth_view[0].model_scale, numbers(lang)) if result.growth_view else "1"
+    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang, scale=scale, headroom=headroom))
 
     if result.faq:
         out += [f"<h2>{_e(t('h_faq', lang))}</h2>"]

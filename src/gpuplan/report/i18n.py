@@ -15,6 +15,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "h_candidates": ("Candidates", "Configurations candidates"),
     "h_checklist": ("Decision checklist", "Liste de contrôle de la décision"),
     "h_deployments": ("Deployment options", "Options de déploiement"),
+    "h_growth": ("Growth: what still fits", "Croissance : ce qui tient encore"),
     "h_faq": ("Questions and answers", "Questions et réponses"),
     "h_rejected": ("GPUs not chosen, and why", "GPU écartés, et pourquoi"),
     "h_notes": ("Notes", "Remarques"),
@@ -24,8 +25,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                 "time {time}, price {price}; {mem} GiB per GPU ({grown} after growth).",
                 "Recommandation ({objective}) : {servers} x {platform} avec {gpus} x {gpu} ({gpu_id}), {layout} ; "
                 "durée {time}, prix {price} ; {mem} Gio par GPU ({grown} après croissance)."),
-    "verdict_deploy": ("Deployment: {option} ({provider}), {total} {currency} over the horizon, {monthly}/month.",
-                       "Déploiement : {option} ({provider}), {total} {currency} sur l'horizon, {monthly}/mois."),
+    "verdict_deploy": ("Deployment: {option} ({provider}), {total} over the horizon, {monthly}/month.",
+                       "Déploiement : {option} ({provider}), {total} sur l'horizon, {monthly}/mois."),
     "no_recommendation": ("No configuration qualifies.", "Aucune configuration ne convient."),
     "objective_cost": ("cost", "coût"),
     "objective_time": ("time", "durée"),
@@ -45,6 +46,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "col_time": ("time", "durée"),
     "col_price": ("price", "prix"),
     "col_score": ("score", "score"),
+    "col_candidate": ("candidate", "configuration"),
     "col_item": ("item", "point"),
     "col_verdict": ("verdict", "verdict"),
     "col_why": ("why", "pourquoi"),
@@ -75,23 +77,48 @@ STRINGS: dict[str, tuple[str, str]] = {
         "Memory: gpuplan's estimator (activations from the measured table, see docs/accuracy.md). "
         "Time: gpuplan's speed model, calibrated on published runs (the reasons say when a GPU family is not "
         "calibrated). Prices: the built-in catalog and price lists, each with its source and date in the reasons "
-        "and assumptions above. VRAM: the catalog's memory per GPU; the plan keeps the project's memory headroom "
-        "free (10% by default). These are estimates to check against a quote and a trial run.",
+        "and assumptions above. VRAM: the catalog's memory per GPU; the plan keeps {headroom} of it free (the "
+        "project's memory headroom: constraints.memory_headroom or --headroom). These are estimates to check "
+        "against a quote and a trial run.",
         "Mémoire : l'estimateur de gpuplan (activations issues de la table mesurée, voir docs/accuracy.md). "
         "Durée : le modèle de vitesse de gpuplan, calibré sur des entraînements publiés (les raisons indiquent "
         "quand une famille de GPU n'est pas calibrée). Prix : le catalogue intégré et les listes de prix, chacun "
         "avec sa source et sa date dans les raisons et hypothèses ci-dessus. VRAM : la mémoire par GPU du "
-        "catalogue ; le plan garde libre la marge mémoire du projet (10 % par défaut). Ce sont des estimations à "
-        "vérifier par un devis et un essai."),
+        "catalogue ; le plan en garde {headroom} libres (la marge mémoire du projet : constraints.memory_headroom "
+        "ou --headroom). Ce sont des estimations à vérifier par un devis et un essai."),
+    "growth_caption": (
+        "Peak memory per GPU of each candidate's layout with the model as planned (×1: today's model ×{scale}, "
+        "with the planned context and users growth), then 1.5 and 2 times larger again (deeper by whole layers), "
+        "against the usable VRAM: the GPU's memory less the {headroom} headroom. ✓: still fits; ✗: no longer fits "
+        "with this layout, and the fewest GPUs of the same type that hold it (least-memory layouts, among the "
+        "server shapes the search tried). Source: gpuplan's estimator.",
+        "Mémoire de pointe par GPU du parallélisme de chaque configuration avec le modèle prévu (×1 : le modèle "
+        "actuel ×{scale}, avec la croissance prévue du contexte et des utilisateurs), puis 1,5 et 2 fois plus grand "
+        "encore (plus profond de couches entières), face à la VRAM utilisable : la mémoire du GPU moins la marge de "
+        "{headroom}. ✓ : tient encore ; ✗ : ne tient plus avec ce parallélisme, et le plus petit nombre de GPU du "
+        "même type qui le tiennent (parallélismes les plus économes en mémoire, parmi les formes de serveur "
+        "essayées). Source : l'estimateur de gpuplan."),
+    "g_col_planned": ("×{f} as planned (model ×{scale}, {params}B parameters)",
+                      "×{f} prévu (modèle ×{scale}, {params} Md de paramètres)"),
+    "g_col": ("×{f} (model ×{scale}, {params}B parameters)", "×{f} (modèle ×{scale}, {params} Md de paramètres)"),
+    "g_fits": ("✓ {mem} GiB", "✓ {mem} Gio"),
+    "g_needs": ("✗ {mem} GiB; fits on {gpus} with the leanest layout",
+                "✗ {mem} Gio ; tient sur {gpus} avec le parallélisme le plus économe"),
+    "n_gpus": ("{n} GPUs", "{n} GPU"),
+    "one_gpu": ("1 GPU", "1 GPU"),
+    "g_no_shape": ("✗ {mem} GiB; no server shape tried holds it",
+                   "✗ {mem} Gio ; aucune forme de serveur essayée ne le tient"),
     "reasons_english": ("", "Les raisons détaillées sont en anglais, telles que gpuplan les produit."),
     "fig_memory": ("Memory per GPU of each candidate", "Mémoire par GPU de chaque configuration"),
     "fig_memory_caption": (
-        "Memory per GPU by part, per candidate; the black mark is the GPU's VRAM. Assumptions: the plan's layout "
-        "and batch. Sources: gpuplan's estimator (measured activations, docs/accuracy.md); VRAM from the catalog "
-        "(memory_gib), of which the plan keeps the project's headroom free.",
-        "Mémoire par GPU, par poste, pour chaque configuration ; le trait noir est la VRAM du GPU. Hypothèses : "
+        "Memory per GPU by part, per candidate; the solid mark is the GPU's VRAM, the dashed mark the usable VRAM "
+        "(VRAM less the {headroom} headroom the plan keeps free). Assumptions: the plan's layout and batch. "
+        "Sources: gpuplan's estimator (measured activations, docs/accuracy.md); VRAM from the catalog "
+        "(memory_gib).",
+        "Mémoire par GPU, par poste, pour chaque configuration ; le trait plein est la VRAM du GPU, le trait "
+        "pointillé la VRAM utilisable (la VRAM moins la marge de {headroom} que le plan garde libre). Hypothèses : "
         "le parallélisme et le lot du plan. Sources : l'estimateur de gpuplan (activations mesurées, "
-        "docs/accuracy.md) ; VRAM du catalogue (memory_gib), dont le plan garde libre la marge du projet."),
+        "docs/accuracy.md) ; VRAM du catalogue (memory_gib)."),
     "fig_pareto": ("Time against cost", "Durée en fonction du coût"),
     "fig_pareto_caption": (
         "Each candidate's time against its cost (the cheaper of buying and renting); the line joins the Pareto "
@@ -111,14 +138,21 @@ STRINGS: dict[str, tuple[str, str]] = {
         "mensuel (la valeur résiduelle revient à l'horizon, non tracée) ; les points marquent les mois de point "
         "mort. Sources : les hypothèses de déploiement listées ci-dessus (prix, énergie, personnel, "
         "amortissement, chacune avec sa source)."),
-    "fig_growth": ("Memory now and after the planned growth", "Mémoire aujourd'hui et après la croissance prévue"),
+    "fig_growth": ("Memory as the model grows", "Mémoire quand le modèle grandit"),
     "fig_growth_caption": (
-        "Memory per GPU today and with the growth the project plans (growth.model_scale, context_scale, "
-        "users_scale), against each GPU's VRAM. `gpuplan fit` gives the largest model that still fits. "
-        "Sources: gpuplan's estimator; VRAM from the catalog.",
-        "Mémoire par GPU aujourd'hui et avec la croissance que le projet prévoit (growth.model_scale, "
-        "context_scale, users_scale), face à la VRAM de chaque GPU. `gpuplan fit` donne le plus grand modèle "
-        "qui tient encore. Sources : l'estimateur de gpuplan ; VRAM du catalogue."),
+        "Peak memory per GPU of each candidate's layout with the model as planned (×1: today's model ×{scale}, with "
+        "the growth the project plans in growth.model_scale, context_scale and users_scale), then 1.5 and 2 times "
+        "larger again, against the usable VRAM (dashed: VRAM less the {headroom} headroom) and the VRAM (solid); "
+        "a hatched bar no longer fits. Assumptions: the model grows by whole layers at the same width; the layout "
+        "and batch stay the plan's. `gpuplan fit` gives the largest model that still fits. Sources: gpuplan's "
+        "estimator; VRAM from the catalog (memory_gib).",
+        "Mémoire de pointe par GPU du parallélisme de chaque configuration avec le modèle prévu (×1 : le modèle "
+        "actuel ×{scale}, avec la croissance que le projet prévoit dans growth.model_scale, context_scale et "
+        "users_scale), puis 1,5 et 2 fois plus grand encore, face à la VRAM utilisable (pointillés : la VRAM moins "
+        "la marge de {headroom}) et à la VRAM (trait plein) ; une barre hachurée ne tient plus. Hypothèses : le "
+        "modèle grandit de couches entières à largeur constante ; le parallélisme et le lot restent ceux du plan. "
+        "`gpuplan fit` donne le plus grand modèle qui tient encore. Sources : l'estimateur de gpuplan ; VRAM du "
+        "catalogue (memory_gib)."),
     "no_data": ("no data to draw", "aucune donnée à tracer"),
     "ax_gib": ("GiB per GPU", "Gio par GPU"),
     "ax_cost": ("cost (USD)", "coût (USD)"),
@@ -127,8 +161,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     "ax_month": ("month", "mois"),
     "ax_cumulative": ("cumulative cost ({currency})", "coût cumulé ({currency})"),
     "l_vram": ("VRAM", "VRAM"),
-    "l_now": ("now", "aujourd'hui"),
-    "l_grown": ("after growth", "après croissance"),
+    "l_usable": ("usable VRAM", "VRAM utilisable"),
+    "l_planned": ("×1 (as planned)", "×1 (prévu)"),
+    "l_factor": ("×{f}", "×{f}"),
+    "l_no_fit": ("no longer fits", "ne tient plus"),
     "l_pareto": ("Pareto front", "front de Pareto"),
     "l_recommended": ("recommended", "recommandée"),
     "l_breakeven": ("break-even", "point mort"),

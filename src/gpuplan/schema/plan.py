@@ -174,6 +174,29 @@ class PlanStats(_Out):
     gpu_types: int
 
 
+class GrowthRow(_Out):
+    """One shown candidate's layout with a larger model: the growth view (core/growth.py)."""
+
+    gpu_id: str
+    gpus_per_server: int
+    servers: int
+    #: model size against the plan: 1.0 is the project as planned (growth.model_scale, context_scale and
+    #: users_scale applied: the candidate's grown_device_bytes), 1.5 and 2.0 a model that much deeper again
+    factor: float
+    #: model size against the project's model today (growth.model_scale x factor)
+    model_scale: float
+    #: parameters of the model at this size
+    parameters: int
+    #: peak memory per GPU of the candidate's layout with the model at this size
+    device_bytes: int
+    #: the GPU's memory less the headroom (PlanResult.headroom)
+    usable_bytes: int
+    fits: bool
+    #: the fewest GPUs of this type, among the server shapes the search tried for it, on which the least-memory
+    #: layouts fit at this size; None when none of those shapes holds it
+    min_gpus: int | None = None
+
+
 class PlanResult(_Out):
     project: str
     objective: Literal["cost", "time", "balanced"]
@@ -184,9 +207,15 @@ class PlanResult(_Out):
     faq: list[FaqAnswer] = Field(default_factory=list)
     stats: PlanStats
     notes: list[Note] = Field(default_factory=list)
+    #: the fraction of each GPU's memory kept free (constraints.memory_headroom or --headroom): usable VRAM is
+    #: VRAM x (1 - headroom)
+    headroom: float = 0.10
+    #: the shown candidates at x1 (as planned), x1.5 and x2 model size (empty for a traced model)
+    growth_view: list[GrowthRow] = Field(default_factory=list)
 
 
-__all__ = ["Candidate", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "PlanResult", "PlanStats", "Rejected", "ServerNeeds",
+__all__ = ["Candidate", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
+           "PlanStats", "Rejected", "ServerNeeds",
            "ServerSpec", "Verdict"]
 
 

@@ -1,0 +1,62 @@
+"""The growth view of `gpuplan plan`: what still fits when the model grows beyond the plan. For each shown
+candidate, the peak memory per GPU of its layout at x1 (the project as planned), x1.5 and x2 model size, whether
+that still fits the GPU less the headroom, and the fewest GPUs of the same type that would hold it.
+
+The model grows as the planned growth grows it (`search.grow_arch`: deeper by whole layers, with the project's
+planned context and users growth), and memory comes from the search's own memoised estimator (`device_at`), so
+the view costs a few estimates per layout, whatever the size of the catalog. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from gpuplan.schema.plan import Candidate, GrowthRow
+
+if TYPE_CHECKING:
+    from gpuplan.core.search import Config
+
+#: model sizes against the plan: as planned, then 1.5 and 2 times deeper
+GROWTH_FACTORS = (1.0, 1.5, 2.0)
+#: layouts per server shape whose grown memory is checked for min_gpus: those that need the least memory today
+LEANEST_PER_SHAPE = 2
+
+
+def leanest(configs: Sequence[Config]) -> list[Config]:
+    """The layouts of one server shape that need the least memory today (grown, they are the likeliest to fit)."""
+    return sorted(configs, key=lambda c: c.device_bytes)[:LEANEST_PER_SHAPE]
+
+
+def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usable: int,
+             device_at: Callable[[Config, float], int]) -> int | None:
+    """The fewest GPUs, over `shapes` ((GPU count, leanest layouts) tried for one GPU type), on which a layout fits
+    `usable` bytes with the model `factor` times the planned size; None when none does."""
+    for n, configs in sorted(shapes, key=lambda s: s[0]):
+        # growing never shrinks memory: a layout over the limit today is over it grown, with no estimate
+        if any(c.device_bytes <= usable and device_at(c, factor) <= usable for c in configs):
+            return n
+    return None
+
+
+def growth_rows(cand: Candidate, config: Config, usable: int, shapes: Sequence[tuple[int, Sequence[Config]]],
+                model_scale: float, parameters: Callable[[float], int],
+                device_at: Callable[[Config, float], int]) -> list[GrowthRow]:
+    """The candidate (run with `config`) at each of GROWTH_FACTORS x the planned model. `model_scale` is the
+    project's growth.model_scale, `parameters(factor)` the grown model's parameters, `device_at(config, factor)`
+    the peak bytes per GPU of a layout with the model `factor` times the planned size."""
+    n = cand.gpus_per_server * cand.servers
+    out = []
+    for f in GROWTH_FACTORS:
+        dev = device_at(config, f)
+        fits = dev <= usable
+        fewest = min_gpus(shapes, f, usable, device_at)
+        if fits:  # this layout holds it: the fewest GPUs are at most the candidate's own
+            fewest = n if fewest is None else min(fewest, n)
+        out.append(GrowthRow(gpu_id=cand.gpu_id, gpus_per_server=cand.gpus_per_server, servers=cand.servers,
+                             factor=f, model_scale=model_scale * f, parameters=parameters(f), device_bytes=dev,
+                             usable_bytes=usable, fits=fits, min_gpus=fewest))
+    return out
+
+
+__all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "growth_rows", "leanest", "min_gpus"]
