@@ -56,7 +56,7 @@ TRAIN_SEQ_CAP, INFER_CTX_CAP, OUTPUT_TOKENS_DEFAULT = 2048, 4096, 256  # core/me
 SUPPORTED = {"task": {"pretrain", "full-finetune", "lora", "inference"},
              "precision": {"fp32", "fp16-mixed", "bf16-mixed", "bf16"}, "optimizer": {"adamw", "sgd", "adafactor"},
              "attention": {"sdpa", "eager"}, "weights_dtype": {"fp32", "bf16", "fp16"},
-             "kv_cache_dtype": {"bf16", "fp16"}}
+             "kv_cache_dtype": {"bf16", "fp16"}, "stack": {"eager"}}
 IGNORED = {"tokens", "epochs", "target_latency_s", "global_batch_size"}  # volume only; checked below
 TRAINING_KEYS = {"precision", "optimizer", "optimizer_implementation", "micro_batch_size", "gradient_checkpointing",
                  "tf32", "lora", "sequence_length"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.api import estimate
+from gpuplan.catalog.loader import load_overheads
 from gpuplan.units import GIB, MIB
 
 
@@ -35,11 +36,15 @@ def test_vllm_llama2_7b_kv_per_token() -> None:
     (4, 1, False, "fp32", "adamw-8bit", 13085),
 ])
 def test_hf_bert_large_sweep(mb, ga, ckpt, precision, optimizer, measured_mib) -> None:
-    # assumptions: eager attention and the one-parameter-at-a-time AdamW of the HF Trainer of 2021
+    # assumptions: eager attention and the one-parameter-at-a-time AdamW of the HF Trainer of 2021, and that
+    # stack's CUDA context: 1343 MB (HF docs, "Model training anatomy", same V100, CUDA 11.2, modules loaded
+    # eagerly) where gpuplan models today's lazy loading (data/overheads.toml, measured on an H200)
     r = _est("bert-large-uncased", task="full-finetune", precision=precision, optimizer=optimizer,
              micro_batch_size=mb, global_batch_size=mb * ga, sequence_length=512, gradient_checkpointing=ckpt,
              attention="eager", optimizer_implementation="for-loop")
-    assert r.memory.device_bytes == pytest.approx(measured_mib * MIB, rel=0.10)  # nvidia-smi: allocator-dependent
+    context_2021 = 1343 * MIB
+    device = r.memory.device_bytes - load_overheads().cuda_context_bytes + context_2021
+    assert device == pytest.approx(measured_mib * MIB, rel=0.10)  # nvidia-smi: allocator-dependent
 
 
 def test_peft_full_finetune_out_of_memory() -> None:

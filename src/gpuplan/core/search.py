@@ -395,7 +395,8 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None) -> 
                                      reason=f"does not fit: needs {dev / GIB:,.1f} GiB per GPU at best on {ps * servers}"
                                             f" GPUs, {usable / GIB:,.1f} GiB usable ({gpu.memory_gib:g} GiB less "
                                             f"{headroom:.0%} headroom)"))
-    ranked = rank(candidates, objective)
+    same_cost = same_cost_usd(budget, horizon, inp.usd_to_budget)
+    ranked = rank(candidates, objective, same_cost)
     growth: list[GrowthRow] = []
     lean: dict[tuple[int, int], list[Config]] = {}
     for cand in ranked[:growth_top] if growth_top else ranked:
@@ -407,7 +408,7 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None) -> 
                               usable_of[cand.gpu_id], shapes_tried, model_scale, lambda f: grown_model(f)[1].total,
                               grown_device)
     stats = PlanStats(candidates_evaluated=evaluated + timed, search_seconds=time.perf_counter() - t0,
-                      gpu_types=len(gpus))
+                      gpu_types=len(gpus), same_cost_usd=same_cost)
     return SearchOutput(ranked, rejected, stats, growth)
 
 
@@ -522,9 +523,26 @@ def over_budget(cost: float | None, basis: str | None, budget: Budget | None, ho
             + (f" ({budget.amount:,.0f}/month x {horizon} months)" if budget.period == "monthly" else ""))
 
 
-def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
+#: costs (objective cost) or times (objective time) within this ratio count as the same: the estimates are
+#: not finer than that (docs/accuracy.md: median errors of 10-15% for time)
+SAME = 1.1
+#: with a budget, costs closer than this fraction of it count as the same too: a difference under 1% of what
+#: the team can spend does not decide the purchase, the simpler machine does
+SAME_BUDGET_FRACTION = 0.01
+
+
+def same_cost_usd(budget: Budget | None, horizon: int, usd_to_budget: float) -> float:
+    """The cost difference (USD) under which the cost objective counts two candidates as equally cheap."""
+    if budget is None:
+        return 0.0
+    limit = budget.amount if budget.period == "total" else budget.amount * horizon
+    return SAME_BUDGET_FRACTION * limit / usd_to_budget
+
+
+def rank(cands: list[Candidate], objective: str, same_cost: float = 0.0) -> list[Candidate]:
     """Score (lower is better) by the objective, mark the Pareto front of cost vs time, sort. Cost is the cheaper
-    of buying and renting; a candidate without any price ranks after the priced ones."""
+    of buying and renting; a candidate without any price ranks after the priced ones. `same_cost` (USD): costs
+    that much above the cheapest still count as the cheapest (same_cost_usd)."""
     if not cands:
         return []
 
@@ -538,12 +556,16 @@ def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
     for c in cands:
         price = c.cost_usd if c.cost_usd is not None else math.inf
         if objective == "cost":
-            # costs within 10% are the same cost: then fewer GPUs (a simpler machine), then time
-            bucket = math.floor(math.log(price / p_min) / math.log(1.1)) if math.isfinite(price) else 10**6
+            # costs within 10% (or same_cost) are the same cost: then fewer GPUs (a simpler machine), then time
+            base = p_min + same_cost
+            bucket = math.floor(math.log(max(price, base) / base) / math.log(SAME)) if math.isfinite(price) else 10**6
             n = c.gpus_per_server * c.servers
             score = bucket + 1e-2 * math.log2(n) + 1e-4 * t(c) / t_min
         elif objective == "time":
-            score = t(c) / t_min  # ties go to the cheaper (sort key below)
+            # times within 10% are the same time: then the cheaper (a faster candidate that costs more is
+            # still listed, and on the Pareto front)
+            bucket = math.floor(math.log(t(c) / t_min) / math.log(SAME)) if math.isfinite(t(c)) else 10**6
+            score = bucket + (0.5 * (1 - p_min / price) if math.isfinite(price) else 0.5)
         else:  # balanced: geometric mean of the two ratios
             score = math.sqrt((price / p_min) * (t(c) / t_min)) if math.isfinite(price) else math.inf
         dominated = any((o.cost_usd or math.inf) <= price and t(o) <= t(c) and
@@ -553,7 +575,7 @@ def rank(cands: list[Candidate], objective: str) -> list[Candidate]:
 
 
 __all__ = ["Config", "SearchInputs", "SearchOutput", "global_batch", "grow_arch", "grown_workload",
-           "inference_configs", "max_gpus_per_server", "memory_headroom", "over_budget", "rank", "search",
+           "inference_configs", "max_gpus_per_server", "memory_headroom", "over_budget", "rank", "same_cost_usd", "search",
            "training_configs", "training_tokens"]
 
 
@@ -626,9 +648,11 @@ def search_traced(inp: SearchInputs, tr: object, objective: str) -> SearchOutput
                 price_usd=spec.price_usd, rent_usd=rent, cost_usd=cost, cost_basis=basis,
                 time_hours=hours if tr.training else None, request_latency_s=None if tr.training else step,
                 score=0.0, reasons=reasons))
-    stats = PlanStats(candidates_evaluated=evaluated, search_seconds=time.perf_counter() - t0, gpu_types=len(gpus))
+    same_cost = same_cost_usd(budget, horizon, inp.usd_to_budget)
+    stats = PlanStats(candidates_evaluated=evaluated, search_seconds=time.perf_counter() - t0, gpu_types=len(gpus),
+                      same_cost_usd=same_cost)
     # no growth view: the planned growth is not applied to a traced model either (trace the grown model)
-    return SearchOutput(rank(cands, objective), rejected, stats, [])
+    return SearchOutput(rank(cands, objective, same_cost), rejected, stats, [])
 
 
 __all__ += ["search_traced"]

@@ -191,15 +191,22 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
     if w.task == "qlora":
         passes = 3 if ckpt else 2
         t_dequant = passes * p.block_linear_weights / (tp * pp) * prm.qlora_dequant_bytes_per_param / bw
+    if w.stack == "eager":  # the tuned stack's kernels, run eagerly: every part of a GPU's own step is slower
+        f = prm.eager_step_factor
+        t_matmul, t_elem, t_launch, t_dequant = t_matmul * f, t_elem * f, t_launch * f, t_dequant * f
     t_micro = t_matmul + t_elem + t_launch + t_dequant
 
     # --- once per step ----------------------------------------------------------------------------------
     master_bytes = 2 if w.precision == "bf16" else 4
     shard = tp * pp * (dp if lay.zero >= 1 else 1)
     opt_bytes = prm.optimizer_bytes_per_param[w.optimizer] * master_bytes / 4 * trainable / shard
+    if w.optimizer_implementation != "fused":
+        opt_bytes *= prm.optimizer_unfused_traffic
     t_opt = opt_bytes / bw
     if w.optimizer_implementation == "for-loop":
         t_opt += _param_tensors(arch) * prm.optimizer_kernels_per_tensor * prm.kernel_launch_s
+    if w.stack == "eager":
+        t_opt *= prm.eager_step_factor
 
     # communication: what each GPU sends per step ((n-1)/n of the volume in ring collectives)
     lat = prm.collective_latency_s
@@ -257,6 +264,10 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
         f"({gen.id}: {_base_efficiency(gen, w.precision):.0%}"
         f" for large micro-batches, {gen.basis}; x the micro-batch penalty)",
         f"{micro} micro-batch(es) of {r.batch} x {tok_sample} tokens per GPU per step; {dp}-way data parallel",
+        f"plain eager PyTorch + transformers: x{prm.eager_step_factor:g} the tuned step (measured on an H200)"
+        if w.stack == "eager" else
+        f"a tuned training stack (workload.stack: eager, the HF Trainer's default, measured "
+        f"x{prm.eager_step_factor:g} slower on an H200)",
     ]
     notes += _calibration_notes(gen)
     if lay.offload != "none":
@@ -385,6 +396,10 @@ def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: L
                            f"{m.num_experts} experts per layer")
     eff1 = matmul_efficiency(gen, sm, prec, min(w.prefill_tokens or prompt, prompt)) * prm.prefill_factor
     assumptions.insert(0, f"prefill at {eff1:.0%} of the {peak / 1e12:,.0f} TFLOPS dense peak")
+    if generative:
+        assumptions.append("decoding as a serving engine runs it (CUDA graphs, batched KV cache: vLLM, TensorRT-LLM, "
+                           "SGLang); Hugging Face generate() with its default dynamic cache measured 5-9x slower on "
+                           "an H200 (docs/accuracy.md)")
     assumptions.append(f"{batch} concurrent request(s) of {prompt} prompt" + (f" and {out} output tokens" if out else "")
                        + f"; {replicas} replica(s) of {mp} GPU(s)")
 

@@ -28,10 +28,10 @@ GB = 1e9
 def traced_device_bytes(tr: CustomTraceResult, gpus: int, oh: Overheads) -> tuple[int, int]:
     """(reserved, device) bytes per GPU for `gpus` data-parallel replicas."""
     frac = oh.allocator_fraction_training if tr.training else oh.allocator_fraction_inference
-    reserved = tr.peak_bytes + frac * tr.other_bytes
+    reserved = tr.peak_bytes + frac * tr.other_bytes + oh.cublas_workspace_bytes  # cuBLAS's, from the allocator
     if gpus > 1 and tr.training:
         reserved += tr.gradients_bytes  # DDP's gradient buckets (gradient_as_bucket_view=False)
-    device = reserved + oh.cuda_context_bytes + oh.cublas_workspace_bytes
+    device = reserved + oh.cuda_context_bytes
     if gpus > 1:
         device += oh.nccl_bytes_per_communicator
     return int(reserved), int(device)

@@ -172,6 +172,8 @@ class PlanStats(_Out):
     candidates_evaluated: int
     search_seconds: float
     gpu_types: int
+    #: the cost objective counts costs up to this much (USD) above the cheapest as the cheapest: 1% of the budget
+    same_cost_usd: float = 0.0
 
 
 class GrowthRow(_Out):

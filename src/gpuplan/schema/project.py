@@ -14,6 +14,7 @@ Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "adafactor", "sgd"]
 Attention = Literal["sdpa", "eager", "flash"]
+Stack = Literal["tuned", "eager"]
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 KvDtype = Literal["bf16", "fp16", "fp8"]
 Modality = Literal["text", "image", "audio", "video", "tabular"]
@@ -77,6 +78,9 @@ class Workload(_Section):
     #: HF Trainer --tf32); memory is unchanged, speed uses the TF32 tensor-core peak
     tf32: bool = False
     attention: Attention = "sdpa"
+    #: training software: "tuned" (Megatron, NeMo, torchtitan, compiled or fused kernels: what published runs
+    #: use) or "eager" (plain PyTorch + transformers as the HF Trainer runs by default: measured slower)
+    stack: Stack = "tuned"
     lora: LoraSpec | None = None
     tokens: PositiveFloat | None = None
     epochs: PositiveFloat | None = None

@@ -55,6 +55,10 @@ class SpeedParams(_Frozen):
     optimizer_bytes_per_param: dict[str, float]
     #: for-loop optimizers launch this many kernels per parameter tensor
     optimizer_kernels_per_tensor: float = Field(ge=0)
+    #: training on a plain eager PyTorch + transformers stack takes this many times the tuned step
+    eager_step_factor: float = Field(1.0, ge=1.0)
+    #: an unfused (foreach or for-loop) optimizer step moves this many times the bytes of the fused one
+    optimizer_unfused_traffic: float = Field(1.0, ge=1.0)
     #: QLoRA: bytes moved per base parameter each time NF4 weights are dequantized to 16 bits
     qlora_dequant_bytes_per_param: float = Field(gt=0)
     #: fraction of the link bandwidth collectives reach
