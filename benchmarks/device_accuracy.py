@@ -283,12 +283,36 @@ def render(rep: FileReport, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
+COMPACT = (("tensor peak", ("tensor peak", "prefill tensor peak")), ("reserved", ("reserved", "prefill reserved")),
+           ("device (NVML)", ("device (NVML)", "prefill device (NVML)")), ("step time", ("step time",)))
+
+
+def render_compact(rep: FileReport) -> str:
+    """One Markdown row per case: measured GiB or s, and the estimate's signed error, for the levels that matter."""
+    lines = [f"{rep.device} ({rep.gpu}), `{Path(rep.path).name}`:", "",
+             "| case | " + " | ".join(name for name, _ in COMPACT) + " |", "|---|" + "---|" * len(COMPACT)]
+    for c in rep.cases:
+        cells = []
+        for _, metrics in COMPACT:
+            r = next((c.row(m) for m in metrics if c.row(m) is not None), None)
+            cells.append("-" if r is None or r.measured is None else f"{_fmt(r.measured, r.unit)} {r.unit}, "
+                                                                       f"{_pct(r.error)}")
+        lines.append(f"| {c.id} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines += [f"- {name}: {n} cases" + ("" if med is None else f", median |error| {100 * med:.1f}%, worst {_pct(worst)}")
+              for name, n, med, worst in summary(rep)]
+    lines += [f"- CUDA context, {r.metric}: {_fmt(r.measured, r.unit)} GiB measured, {_fmt(r.estimate, r.unit)} GiB "
+              f"in data/overheads.toml" for r in rep.context]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="GPU measurements vs gpuplan's estimates")
     ap.add_argument("files", nargs="*", type=Path, help="default: benchmarks/device/*.json")
     ap.add_argument("--cases", type=Path, default=CASES)
     ap.add_argument("--gpu", default=None, help="catalog id to estimate for (default: from the device name)")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--compact", action="store_true", help="one Markdown row per case (docs/accuracy.md)")
     a = ap.parse_args(argv)
     files = a.files or sorted((HERE / "device").glob("*.json"))
     if not files:
@@ -296,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
               "benchmarks/device/", file=sys.stderr)
         return 1
     for f in files:
-        print(render(compare_file(f, a.cases, a.gpu), a.markdown))
+        rep = compare_file(f, a.cases, a.gpu)
+        print(render_compact(rep) if a.compact else render(rep, a.markdown))
         print()
     return 0
 

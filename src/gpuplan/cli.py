@@ -254,7 +254,10 @@ def cost(
     over the horizon, per month, per run or per million tokens, and the break-even between them."""
     try:
         path = _project_path(project, example, "plan")
-        result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [])
+        from gpuplan.report.terminal import progress
+
+        with progress("searching GPU servers and pricing them…"):
+            result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [])
     except GpuplanError as exc:
         _fail(exc)
         return

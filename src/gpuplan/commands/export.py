@@ -70,7 +70,10 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
     from gpuplan.errors import GpuplanError, InputError
 
     proj, base = load_project(path)
-    result = api.plan(proj, objective=objective, base_dir=base, catalog_files=catalog, price_files=prices)
+    from gpuplan.report.terminal import progress
+
+    with progress("searching GPU servers…"):
+        result = api.plan(proj, objective=objective, base_dir=base, catalog_files=catalog, price_files=prices)
     cands = result.candidates
     if index >= len(cands):
         raise InputError(["--candidate"], f"the plan has {len(cands)} candidate(s)", f"0-{len(cands) - 1}")
