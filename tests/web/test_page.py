@@ -218,3 +218,19 @@ def test_saved_scenarios_compare_side_by_side(page: Any, server: str, client: Ap
     for ex, cell in zip(("llama3-70b-lora", "llama3-8b-full-finetune"), gpu_cells):
         summary = client.call("POST", "/api/summary", example(ex))[1]
         assert cell == next(r["value"] for r in summary["rows"] if r["key"] == "gpu")
+
+
+def test_the_software_stack_changes_the_time(page: Any, server: str, client: Api) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    options = page.locator('[data-path="workload.stack"] option').all_inner_texts()
+    assert options[1:] == ["tuned", "eager"] and options[0].startswith("(default: tuned")  # from the schema
+    before = page.inner_text('#summary-rows dd[data-key="time"]')
+    page.select_option('[data-path="workload.stack"]', "eager")
+    page.wait_for_function("() => document.querySelector('#change').textContent.includes('workload.stack')")
+    planned(page, "llama3-8b-qlora")
+    project = link_project(page.url)
+    assert project["workload"]["stack"] == "eager"
+    summary = client.call("POST", "/api/summary", project)[1]
+    after = page.inner_text('#summary-rows dd[data-key="time"]')
+    assert after == next(r["value"] for r in summary["rows"] if r["key"] == "time") and after != before
