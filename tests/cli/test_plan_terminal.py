@@ -97,7 +97,7 @@ def _legend(out: str) -> tuple[float, float, str, dict[str, tuple[str, float]], 
     key = " ".join(mem[mem.index(next(line for line in mem if line.startswith("["))) + 1:])
     parts = {m[0]: (m[1], float(m[2].replace(",", ""))) for m in
              re.findall(r"\b([A-Z]) ([a-zA-Z ]+?) ([\d,]+\.\d)\b", key)}
-    free = float(re.search(r"free \(headroom\) ([\d,.]+) GiB", key)[1].replace(",", ""))
+    free = float(re.search(r"· free ([\d,.]+) GiB", key)[1].replace(",", ""))
     return peak, vram, bar, parts, free
 
 
@@ -120,8 +120,11 @@ def test_the_memory_bar_adds_up_to_the_peak(name: str) -> None:
     assert bar.startswith("[") and bar.endswith("]") and len(bar) == BAR_WIDTH + 2
     for letter, (_, gib) in parts.items():
         assert abs(bar.count(letter) - gib / vram * BAR_WIDTH) <= 1.5, (letter, bar)
-    assert abs(bar.count("·") - free / vram * BAR_WIDTH) <= 1.5
-    assert set(bar[1:-1]) <= set(parts) | {"·"}
+    # the free part: dotted up to the usable limit, then the headroom the plan keeps free (":")
+    kept = as_json(name)["headroom"] * vram
+    assert abs(bar.count("·") + bar.count(":") - free / vram * BAR_WIDTH) <= 1.5
+    assert abs(bar.count(":") - kept / vram * BAR_WIDTH) <= 1.5 and bar.rstrip("]").endswith(":")
+    assert set(bar[1:-1]) <= set(parts) | {"·", ":"}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -33,6 +33,9 @@ BAR_PARTS = (("weights_bytes", "weights", "W", "blue"), ("gradients_bytes", "gra
              ("kv_cache_bytes", "KV cache", "K", "cyan"), ("other_bytes", "temporaries", "T", "bright_blue"),
              ("reserve", "allocator reserve", "R", "bright_magenta"), ("context", "CUDA context", "C", "red"))
 FREE_GLYPH = "·"
+#: the free memory the plan keeps as headroom (constraints.memory_headroom), beyond the usable limit
+KEPT_GLYPH = "░"
+KEPT_GLYPH_PLAIN = ":"
 BAR_WIDTH = 80
 #: reasons under the verdict in the summary (all of them with --details)
 WHY_MAX = 4
@@ -79,8 +82,9 @@ def vram_bytes(c: Candidate) -> int | None:
     return None if m.headroom_bytes is None else m.device_bytes + m.headroom_bytes
 
 
-def memory_bar(c: Candidate, plain: bool, width: int = BAR_WIDTH) -> Text:
-    """A horizontal stacked bar of the parts against the GPU's memory, the free part (the headroom) dotted."""
+def memory_bar(c: Candidate, plain: bool, width: int = BAR_WIDTH, headroom: float = 0.0) -> Text:
+    """A horizontal stacked bar of the parts against the GPU's memory: the free part dotted up to the usable
+    limit, then the `headroom` fraction the plan keeps free shaded."""
     parts = memory_parts(c)
     vram = vram_bytes(c)
     scale = max(vram or 0, c.memory.device_bytes, 1)
@@ -91,12 +95,14 @@ def memory_bar(c: Candidate, plain: bool, width: int = BAR_WIDTH) -> Text:
         if right > edge:
             bar.append((letter if plain else "█") * (right - edge), style=colour)
             edge = right
-    bar.append(FREE_GLYPH * (width - edge), style="dim")
+    usable = max(edge, round((1 - headroom) * (vram or 0) / scale * width)) if vram else width
+    bar.append(FREE_GLYPH * (min(usable, width) - edge), style="dim")
+    bar.append((KEPT_GLYPH_PLAIN if plain else KEPT_GLYPH) * (width - min(usable, width)), style="dim")
     bar.append("▏" if not plain else "]")
     return bar
 
 
-def memory_legend(c: Candidate, plain: bool, width: int) -> list[Text]:
+def memory_legend(c: Candidate, plain: bool, width: int, headroom: float = 0.0) -> list[Text]:
     """The bar's key, GiB per part (parts under 0.05 GiB left out), packed into lines of `width` columns
     without splitting an entry."""
     entries = []
@@ -107,7 +113,11 @@ def memory_legend(c: Candidate, plain: bool, width: int) -> list[Text]:
     vram = vram_bytes(c)
     if vram is not None:
         free = vram - c.memory.device_bytes
-        entries.append(Text(f"{FREE_GLYPH} free (headroom) {free / GIB:,.1f} GiB, {free / vram:.0%}", style="dim"))
+        kept = headroom * vram
+        entries.append(Text(f"{FREE_GLYPH} free {free / GIB:,.1f} GiB, {free / vram:.0%}", style="dim"))
+        if kept > 0:
+            entries.append(Text(f"{KEPT_GLYPH_PLAIN if plain else KEPT_GLYPH} of which the plan keeps "
+                                f"{kept / GIB:,.1f} GiB ({headroom:.0%} headroom)", style="dim"))
     lines = [Text()]
     for e in entries:
         if lines[-1].cell_len and lines[-1].cell_len + 2 + e.cell_len > width:
@@ -169,7 +179,7 @@ def _server(rec: Candidate) -> Table:
     return g
 
 
-def _memory(console: Console, rec: Candidate) -> None:
+def _memory(console: Console, rec: Candidate, headroom: float) -> None:
     m, vram, plain = rec.memory, vram_bytes(rec), _plain(console)
     of = f" of {vram / GIB:,.1f}" if vram else ""
     head = Text()
@@ -177,9 +187,9 @@ def _memory(console: Console, rec: Candidate) -> None:
     head.append(f"  {m.device_bytes / GIB:,.1f}{of} GiB at the peak ({m.peak_phase}; largest: {m.dominant}); "
                 f"{rec.grown_device_bytes / GIB:,.1f} after growth")
     console.print(head)
-    console.print(memory_bar(rec, plain, width=max(20, min(BAR_WIDTH, console.width - 2))), no_wrap=True,
-                  overflow="crop")
-    for line in memory_legend(rec, plain, console.width):
+    console.print(memory_bar(rec, plain, width=max(20, min(BAR_WIDTH, console.width - 2)), headroom=headroom),
+                  no_wrap=True, overflow="crop")
+    for line in memory_legend(rec, plain, console.width, headroom):
         console.print(line)
 
 
@@ -285,7 +295,7 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
                                + [(Text("  !", style="bold yellow"), Text(w, style="yellow"))
                                   for w in rec.server.warnings]))
         console.print(_server(rec))
-        _memory(console, rec)
+        _memory(console, rec, result.headroom)
     else:
         console.print(Text("No recommendation: no candidate meets the project.", style="bold red"))
     console.print(_candidates(result, top))
