@@ -23,10 +23,11 @@ class Api:
     def __init__(self, base: str) -> None:
         self.base = base
 
-    def call(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> tuple[int, Any, dict[str, str]]:
+    def call(self, method: str, path: str, body: Any = None, raw: bytes | None = None,
+             headers: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data is not None else {})
+        sent = {"Content-Type": "application/json"} if data is not None else {}
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers={**sent, **(headers or {})})
         try:
             with urllib.request.urlopen(req, timeout=60) as res:
                 status, text, headers = res.status, res.read().decode(), dict(res.headers)
@@ -37,20 +38,23 @@ class Api:
 
 
 def start_server(tmp: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "gpuplan", "serve", "--port", "0", "--db", str(tmp / "s.sqlite"),
-                             *extra], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "NO_COLOR": "1"})
-    assert proc.stderr is not None
+    """`gpuplan serve --port 0` and its address. Its stderr goes to a file (a pipe nobody reads could fill and
+    block the server)."""
+    log = tmp / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "gpuplan", "serve", "--port", "0", "--db",
+                                 str(tmp / "s.sqlite"), *extra], stderr=err, stdout=subprocess.DEVNULL, text=True,
+                                env={**os.environ, "NO_COLOR": "1"})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", log.read_text())
         if m:
             return proc, m.group(1)
-        if not line and proc.poll() is not None:
+        if proc.poll() is not None:
             break
+        time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("gpuplan serve did not start: " + (proc.stderr.read() or ""))
+    raise RuntimeError("gpuplan serve did not start: " + log.read_text())
 
 
 @pytest.fixture(scope="session")

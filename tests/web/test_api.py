@@ -234,10 +234,56 @@ def test_the_page_loads_nothing_from_elsewhere(client: Api) -> None:
     assert status == 200 and "/api/plan" in js and "https://" not in js
 
 
-def _write(project: dict) -> Path:
-    import tempfile
+@pytest.fixture(autouse=True)
+def _tmp(tmp_path: Path) -> None:
+    global TMP
+    TMP = tmp_path
 
-    fd = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    with fd:
-        yaml.safe_dump(project, fd)
-    return Path(fd.name)
+
+def _write(project: dict) -> Path:
+    path = TMP / "project.yaml"
+    path.write_text(yaml.safe_dump(project))
+    return path
+
+
+def test_a_post_must_say_it_is_json(client: Api) -> None:
+    # without a JSON content type another site's page could post without a CORS preflight: refused
+    for ctype in ("text/plain", ""):
+        status, body, _ = client.call("POST", "/api/scenarios?name=csrf", raw=json.dumps(example("vit-imagenet")).encode(),
+                                      headers={"Content-Type": ctype})
+        assert status == 422 and "error" in body, (ctype, status, body)
+    assert all(s["name"] != "csrf" for s in client.call("GET", "/api/scenarios")[1])
+
+
+def test_only_this_machines_names_are_served(client: Api) -> None:
+    # a page whose name rebinds to 127.0.0.1 sends its own Host header
+    status, _, _ = client.call("GET", "/api/scenarios", headers={"Host": "evil.example"})
+    assert status == 400
+    assert client.call("GET", "/api/scenarios", headers={"Host": "localhost"})[0] == 200
+
+
+def test_infinite_or_huge_numbers_are_input_errors(client: Api) -> None:
+    project = example("llama3-8b-qlora")
+    status, body, _ = client.call("POST", "/api/plan", raw=json.dumps(project).replace(
+        '"model_scale": 1.0', '"model_scale": Infinity').encode())
+    assert status == 422 and body["error"]["field"] == "growth.model_scale"
+
+
+def test_a_pasted_config_error_names_its_key(client: Api) -> None:
+    status, body, _ = client.call("POST", "/api/plan", {"model": {"config": {"model_type": "llama"}},
+                                                        "workload": {"task": "inference"}})
+    assert status == 422 and body["error"]["field"] == "model.config.hidden_size"
+
+
+def test_models_are_not_filtered(client: Api) -> None:
+    status, body, _ = client.call("GET", "/api/catalog/models?where=parameters%3E%3D1")
+    assert status == 422 and body["error"]["field"] == "where"
+
+
+def test_serve_checks_its_files_at_start(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "gpuplan", "serve", "--port", "0", "--db", str(tmp_path / "s.sqlite"),
+                          "--prices", str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "missing.csv" in run.stderr and "Traceback" not in run.stderr

@@ -234,3 +234,43 @@ def test_the_software_stack_changes_the_time(page: Any, server: str, client: Api
     summary = client.call("POST", "/api/summary", project)[1]
     after = page.inner_text('#summary-rows dd[data-key="time"]')
     assert after == next(r["value"] for r in summary["rows"] if r["key"] == "time") and after != before
+
+
+def test_a_budget_without_an_amount_is_asked_for_not_dropped(page: Any, server: str) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.fill('[data-path="goals.budget.amount"]', "")
+    page.press('[data-path="goals.budget.amount"]', "Enter")  # no amount: no budget, currency and period go too
+    planned(page, "llama3-8b-qlora")
+    assert "budget" not in link_project(page.url).get("goals", {})
+    assert page.input_value('[data-path="goals.budget.currency"]') == ""
+    page.select_option('[data-path="goals.budget.currency"]', "USD")  # a currency alone: the amount is missing
+    slot = page.locator('[data-err-for="goals.budget.amount"]')
+    slot.wait_for(state="visible")
+    assert "required" in slot.inner_text().lower()
+    page.fill('[data-path="goals.budget.amount"]', "50000")
+    page.press('[data-path="goals.budget.amount"]', "Enter")
+    planned(page, "llama3-8b-qlora")
+    assert link_project(page.url)["goals"]["budget"] == {"currency": "USD", "amount": 50000}
+
+
+def test_editing_a_loaded_scenario_leaves_the_saved_one(page: Any, server: str, client: Api) -> None:
+    saved = example("llama3-8b-full-finetune")
+    made = client.call("POST", "/api/scenarios?name=e2e-kept", saved)[1]
+    other = client.call("POST", "/api/scenarios?name=e2e-other", example("llama3-8b-qlora"))[1]
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    row = page.locator(f"#scenario-list li[data-id='{made['id']}']")
+    row.locator("button", has_text="Load").click()
+    planned(page, "llama3-8b-full-finetune")
+    page.fill('[data-path="workload.sequence_length"]', "512")
+    page.press('[data-path="workload.sequence_length"]', "Enter")
+    page.wait_for_function("() => document.querySelector('#change').textContent.includes('sequence_length')")
+    edited = page.inner_text('#summary-rows dd[data-key="memory"]')
+    row.locator("input[type=checkbox]").check()
+    page.locator(f"#scenario-list li[data-id='{other['id']}'] input[type=checkbox]").check()
+    page.click("#compare")
+    page.wait_for_selector("#comparison:not([hidden])")
+    cell = page.locator("#comparison tr[data-key=memory] td").first.inner_text()
+    summary = client.call("POST", "/api/summary", saved)[1]
+    assert cell == next(r["value"] for r in summary["rows"] if r["key"] == "memory") != edited

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.catalog.hf_config import arch_from_hf_config
-from gpuplan.errors import CatalogError, InputError, UnknownNameError, suggest
+from gpuplan.errors import CatalogError, InputError, UnknownNameError, UnsupportedModelError, suggest
 from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
@@ -306,7 +306,12 @@ def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
         name = data.get("_name_or_path") or (path.parent.name if path.stem == "config" else path.stem)
         return ResolvedModel(arch=arch, name=str(name), origin=f"hf_config:{path}", source=str(path))
     if ref.config:
-        arch = arch_from_hf_config(ref.config, source="model.config")
+        try:
+            arch = arch_from_hf_config(ref.config)
+        except InputError as exc:  # located under model.config, for a form to show it beside the pasted text
+            if type(exc) not in (InputError, UnsupportedModelError):
+                raise
+            raise type(exc)(["model", "config", *exc.loc], exc.detail, exc.allowed) from None
         name = ref.config.get("_name_or_path") or arch.model_type
         return ResolvedModel(arch=arch, name=str(name), origin="config", source="model.config (a config.json, inline)")
     assert ref.hf_id

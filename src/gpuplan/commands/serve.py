@@ -42,10 +42,11 @@ def register(app: typer.Typer) -> None:
 
         from gpuplan.cli import _fail
         from gpuplan.errors import GpuplanError
-        from gpuplan.web.app import create_app
+        from gpuplan.web.app import LOOPBACK, create_app
 
         try:
-            web = create_app(db_path=db, catalog_files=catalog or [], price_files=prices or [])
+            web = create_app(db_path=db, catalog_files=catalog or [], price_files=prices or [],
+                             allowed_hosts=LOOPBACK if is_loopback(host) else None)
         except GpuplanError as exc:
             _fail(exc)
             return

@@ -28,7 +28,7 @@ OptimizerImpl = Literal["fused", "foreach", "for-loop"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class ModelRef(_Section):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -30,6 +31,8 @@ from gpuplan.schema.result import EstimateResult
 from gpuplan.web.scenarios import Scenario, ScenarioStore, default_db_path
 from gpuplan.web.summary import PlanSummary, summarize
 
+#: the Host headers a server on this machine answers (any port)
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 #: the catalogs the API lists, by the name in the URL (as `gpuplan catalog NAME`)
 CATALOGS = {plural: kind for kind, (_, _, plural) in KINDS.items()} | {"models": "models"}
 #: POST endpoints whose body is a project (documented with the project's JSON schema)
@@ -78,18 +81,33 @@ def web_project(body: Any) -> dict[str, Any]:
 
 
 def create_app(*, db_path: Path | None = None, catalog_files: Sequence[str | Path] = (),
-               price_files: Sequence[str | Path] = ()) -> FastAPI:
+               price_files: Sequence[str | Path] = (), allowed_hosts: Sequence[str] | None = LOOPBACK) -> FastAPI:
     """The API and page. `catalog_files` and `price_files` apply to every request, as `--catalog`/`--prices`
-    do on the CLI; scenarios are saved in `db_path` (default: default_db_path())."""
+    do on the CLI; scenarios are saved in `db_path` (default: default_db_path()). `allowed_hosts`: the Host
+    headers served (a page on another site that rebinds its name to 127.0.0.1 is refused); None: any."""
+    from gpuplan.catalog.prices import load_prices
+
     catalog = load_catalog(catalog_files)  # checked once, at start: a bad file stops `serve` with its error
+    load_prices(price_files, list(catalog.gpus.rows))  # likewise (plans read them again: edits are seen)
     store = ScenarioStore(db_path or default_db_path())
-    app = FastAPI(title="gpuplan", version=_version(), docs_url=None, redoc_url=None,  # their UIs load a CDN
+    # strict_content_type: a JSON body must say so, so that another site's page cannot post one without a
+    # CORS preflight; the UIs of /docs and /redoc load a CDN
+    app = FastAPI(title="gpuplan", version=_version(), docs_url=None, redoc_url=None, strict_content_type=True,
                   description="Which GPU server to get for an AI project, computed and explained. "
                               "`POST /api/plan` returns what `gpuplan plan --format json` prints.")
 
     @app.exception_handler(GpuplanError)
     async def _gpuplan_error(_: Request, exc: GpuplanError) -> JSONResponse:
         return JSONResponse(error_body(exc), status_code=_status(exc))
+
+    if allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # a bug, not the user's doing: still the API's error shape, never a bare 500 page
+        return JSONResponse({"error": {"code": "internal", "message": f"gpuplan failed on this project "
+                                       f"({type(exc).__name__}: {exc}); please report it"}}, status_code=500)
 
     @app.exception_handler(RequestValidationError)
     async def _request_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -160,6 +178,8 @@ def create_app(*, db_path: Path | None = None, catalog_files: Sequence[str | Pat
     def get_catalog(name: str, where: Annotated[list[str], Query(description="FIELD=V, FIELD>=N, FIELD<=N")] = []
                     ) -> list[dict[str, Any]]:  # noqa: B006 (FastAPI copies query defaults)
         kind = _catalog_kind(name)
+        if kind == "models" and where:
+            raise InputError(["where"], "the models catalog is not filtered (`gpuplan catalog models` neither)")
         return models_json() if kind == "models" else catalog_json(catalog, kind, where=where)
 
     @app.get("/api/catalog/{name}/{row_id}", summary="One row by id or alias, as `gpuplan catalog NAME ID --json`")

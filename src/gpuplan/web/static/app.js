@@ -6,7 +6,7 @@
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
-const state = { project: null, schemas: {}, summary: null, seq: 0, timer: null, pendingChange: null };
+const state = { project: null, schemas: {}, summary: null, seq: 0, timer: null, pendingChange: null, exampleSeq: 0 };
 
 // ---- paths in the project object ----
 function getAt(obj, path) {
@@ -25,11 +25,6 @@ function setAt(obj, path, value) {
   if (value === undefined) delete o[last]; else o[last] = value;
   for (let i = keys.length - 1; i > 0; i--) {  // drop sections left empty
     if (Object.keys(parents[i]).length === 0) delete parents[i - 1][keys[i - 1]]; else break;
-  }
-  // a budget is its amount: without one, the currency and period alone are not a budget
-  if (obj.goals && obj.goals.budget && obj.goals.budget.amount === undefined) {
-    delete obj.goals.budget;
-    if (Object.keys(obj.goals).length === 0) delete obj.goals;
   }
 }
 
@@ -123,12 +118,13 @@ function clearErrors() {
   for (const el of $$("[aria-invalid]")) el.removeAttribute("aria-invalid");
 }
 function showError(err) {
+  const slotFor = (f) => $(`[data-err-for="${CSS.escape(f)}"]`);
   let field = err.field || "";
-  while (field && !$(`[data-err-for="${field}"]`)) field = field.split(".").slice(0, -1).join(".");
-  const slot = field ? $(`[data-err-for="${field}"]`) : $("#form-error");
+  while (field && !slotFor(field)) field = field.split(".").slice(0, -1).join(".");
+  const slot = field ? slotFor(field) : $("#form-error");
   slot.textContent = field ? (err.detail || err.message) + (err.allowed ? ` (allowed: ${err.allowed})` : "")
                            : err.message || err.detail;
-  const input = field && $(`[data-path="${field}"]`);
+  const input = field && $(`[data-path="${CSS.escape(field)}"]`);
   if (input) input.setAttribute("aria-invalid", "true");
 }
 
@@ -164,7 +160,7 @@ async function runPlan() {
       call("POST", "/api/report?" + query({ format: "html" }), project, "text"),
     ]);
     if (seq !== state.seq) return;  // a newer change is being planned
-    showPlan(plan, summary, report, change);
+    showPlan(project, plan, summary, report, change);
   } catch (err) {
     if (seq !== state.seq) return;
     $("#summary").hidden = true;
@@ -172,6 +168,9 @@ async function runPlan() {
     $("#change").hidden = true;
     if (err.status === 409) {
       $("#status").textContent = "Nothing satisfies this project: " + err.message;
+    } else if (err.status === 503) {  // the Hub model could not be fetched: not a mistake in the form
+      $("#status").textContent = "The model's config.json could not be fetched; paste it instead.";
+      showError({ ...err, field: "model.hf_id", detail: err.message });
     } else {
       $("#status").textContent = "The project needs a correction (next to its field).";
       showError(err);
@@ -179,7 +178,7 @@ async function runPlan() {
     state.summary = null;
   }
 }
-function showPlan(plan, summary, report, change) {
+function showPlan(project, plan, summary, report, change) {
   const rec = plan.recommendation;
   const gpu = $("#recommended-gpu");
   gpu.textContent = `${rec.servers} × ${rec.gpus_per_server} × ${rec.gpu_name}`;
@@ -208,9 +207,10 @@ function showPlan(plan, summary, report, change) {
   frame.srcdoc = report;
   frame.hidden = false;
   $("#status").textContent = `Plan for ${plan.project}: ${plan.candidates.length} candidate(s), ranked by ${plan.objective}.`;
-  history.replaceState(null, "", "#project=" + encodeProject(state.project));
+  history.replaceState(null, "", "#project=" + encodeProject(project));  // what was planned, not edited since
 }
 function schedule(change) {
+  state.seq++;  // a plan in flight is now stale: its answer is not shown
   state.pendingChange = change || state.pendingChange;
   clearTimeout(state.timer);
   state.timer = setTimeout(runPlan, 350);
@@ -265,7 +265,9 @@ async function refreshScenarios() {
     box.type = "checkbox"; box.value = s.id; box.setAttribute("aria-label", "compare " + s.name);
     const name = document.createElement("span"); name.textContent = `${s.name} (${s.saved_at})`;
     const load = document.createElement("button"); load.type = "button"; load.textContent = "Load";
-    load.onclick = () => { state.project = s.project; state.summary = null; fillForm(); runPlan(); };
+    load.onclick = () => {  // a copy: editing it must not change the saved one the comparison shows
+      state.project = structuredClone(s.project); state.summary = null; clearErrors(); fillForm(); runPlan();
+    };
     const del = document.createElement("button"); del.type = "button"; del.textContent = "Delete";
     del.onclick = async () => { await call("DELETE", `/api/scenarios/${s.id}`); refreshScenarios(); };
     li.append(box, name, load, del);
@@ -312,6 +314,10 @@ function onFieldChange(ev) {
   const value = readField(el);
   setAt(state.project, path, value);
   if (path === "workload.task" && !["lora", "qlora"].includes(value)) setAt(state.project, "workload.lora", undefined);
+  if (path === "goals.budget.amount" && value === undefined) {  // no amount, no budget: its currency and period go
+    setAt(state.project, "goals.budget", undefined);            // too, and the form shows it
+    fillForm();
+  }
   showTask();
   schedule(`${path} to ${value === undefined ? "its default" : JSON.stringify(value)}`);
 }
@@ -321,6 +327,7 @@ function onSourceChange(ev) {
   const keep = source === "config" ? undefined : $(`[data-path="model.${source}"]`).value.trim() || undefined;
   state.project.model = keep === undefined ? {} : { [source]: keep };
   if (source === "config") onConfigInput();
+  else if (keep !== undefined) schedule(`the model to ${source} ${keep}`);
 }
 function onConfigInput() {
   const text = $("#model-config").value.trim();
@@ -352,7 +359,10 @@ async function start() {
   $("#project").addEventListener("submit", (ev) => { ev.preventDefault(); clearTimeout(state.timer); runPlan(); });
   $("#example").addEventListener("change", async (ev) => {
     if (!ev.target.value) return;
-    state.project = await call("GET", "/api/examples/" + encodeURIComponent(ev.target.value));
+    const asked = ++state.exampleSeq;
+    const project = await call("GET", "/api/examples/" + encodeURIComponent(ev.target.value));
+    if (asked !== state.exampleSeq) return;  // another example was picked meanwhile
+    state.project = project;
     state.summary = null;
     clearErrors();
     fillForm();
