@@ -20,7 +20,12 @@ MAX_REJECTED = 12
 # ---------------------------------------------------------------- shared pieces
 
 def _time(c: Candidate, lang: str) -> str:
-    return numbers(lang).localize(time_text(c, day="d" if lang == "en" else "j"))
+    return numbers(lang).localize(time_text(c, day=t("unit_day", lang), per_request=t("unit_per_request", lang),
+                                            per_billion=t("unit_per_billion", lang)))
+
+
+def _layout(c: Candidate, lang: str) -> str:
+    return layout_text(c, replicas=t("word_replicas", lang), batch=t("word_batch", lang))
 
 
 def _price(c: Candidate, nf: Numbers) -> str:
@@ -40,7 +45,7 @@ def _verdict(result: PlanResult, lang: str) -> list[str]:
     nf = numbers(lang)
     out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
              platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=layout_text(rec), time=_time(rec, lang), price=_price(rec, nf),
+             layout=_layout(rec, lang), time=_time(rec, lang), price=_price(rec, nf),
              mem=_gib(rec.memory.device_bytes, nf), grown=_gib(rec.grown_device_bytes, nf))]
     if rec.deployment is not None:
         d = rec.deployment
@@ -63,7 +68,7 @@ def _spec(c: Candidate, lang: str) -> str:
 
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
     nf = numbers(lang)
-    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_text(c),
+    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c, lang),
              _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf), nf.num(c.score, 2)]
             for c in result.candidates]
 

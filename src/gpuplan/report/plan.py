@@ -15,16 +15,17 @@ def render_json(result: PlanResult | FitResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
 
-def time_text(c: Candidate, day: str = "d") -> str:
-    """A candidate's time: the run's wall time (per 1e9 tokens when the run has no length), or a request's."""
+def time_text(c: Candidate, day: str = "d", per_request: str = "s/req", per_billion: str = "/1B tok") -> str:
+    """A candidate's time: the run's wall time (per 1e9 tokens when the run has no length), or a request's.
+    The unit words are the report language's (English by default)."""
     if c.time_hours is not None:
         h = c.time_hours
         txt = f"{h * 60:,.0f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} {day}")
         if c.time is not None and c.time.wall_hours is None:
-            txt += " /1B tok"
+            txt += f" {per_billion}"
         return txt
     if c.request_latency_s is not None:
-        return f"{c.request_latency_s:,.1f} s/req"
+        return f"{c.request_latency_s:,.1f} {per_request}"
     return "-"
 
 
@@ -32,10 +33,10 @@ def price_text(c: Candidate) -> str:
     return "-" if c.price_usd is None else f"${c.price_usd:,.0f}"
 
 
-def layout_text(c: Candidate) -> str:
+def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:
     lay = c.layout
     if "replicas" in lay:
-        return f"tp={lay['tp']} x{lay['replicas']} replicas, batch {lay['batch_per_replica']}"
+        return f"tp={lay['tp']} x{lay['replicas']} {replicas}, {batch} {lay['batch_per_replica']}"
     parts = [f"zero={lay['zero']}"] + [f"{k}={lay[k]}" for k in ("tp", "pp") if int(lay.get(k, 1)) > 1]
     if "micro_batch_size" in lay:
         parts.append(f"mb={lay['micro_batch_size']}")
