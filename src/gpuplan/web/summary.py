@@ -33,7 +33,8 @@ def summarize(result: PlanResult) -> PlanSummary:
     s = rec.server
     mem = rec.memory
     rows = [
-        ("gpu", "GPUs", f"{rec.servers} x {rec.gpus_per_server} x {rec.gpu_name}"),
+        ("gpu", "GPUs", f"{rec.gpus_per_server} x {rec.gpu_name}"
+                        + (f" in each of {rec.servers} servers" if rec.servers > 1 else "")),
         ("server", "Server", f"{s.platform_name}: {s.cpu_sockets} x {s.cpu_model} ({s.cpu_cores} cores), "
                              f"{s.ram_bytes / 1e9:,.0f} GB RAM, {s.storage_bytes / 1e12:,.1f} TB NVMe"),
         ("layout", "Layout", layout_text(rec)),

@@ -181,7 +181,7 @@ async function runPlan() {
 function showPlan(project, plan, summary, report, change) {
   const rec = plan.recommendation;
   const gpu = $("#recommended-gpu");
-  gpu.textContent = `${rec.servers} × ${rec.gpus_per_server} × ${rec.gpu_name}`;
+  gpu.textContent = summary.rows.find((r) => r.key === "gpu").value;
   gpu.dataset.gpuId = rec.gpu_id;
   gpu.dataset.gpusPerServer = rec.gpus_per_server;
   gpu.dataset.servers = rec.servers;
