@@ -16,7 +16,7 @@ from rich.console import Console
 
 from gpuplan import api
 from gpuplan.catalog.hardware import KINDS
-from gpuplan.catalog.loader import example_names, example_path, find_preset, load_presets
+from gpuplan.catalog.loader import example_names, example_path
 from gpuplan.errors import GpuplanError, InfeasibleError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -125,7 +125,7 @@ def estimate(
 def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: list[str] | None, as_json: bool,
                columns: list[tuple[str, Callable[[Any], str]]]) -> None:
     from gpuplan.catalog.hardware import load_catalog
-    from gpuplan.catalog.listing import catalog_json, filter_rows
+    from gpuplan.catalog.listing import catalog_json, catalog_rows
 
     try:
         cat = load_catalog(files or [])
@@ -135,7 +135,7 @@ def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: l
             typer.echo(json.dumps(catalog_json(cat, kind, row_id, where or []), indent=2))
             return
         table = cat.table(kind)
-        rows = [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), where or [], kind)
+        rows = catalog_rows(cat, kind, row_id, where or [])
     except GpuplanError as exc:
         _fail(exc)
         return
@@ -431,16 +431,16 @@ def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
 
             typer.echo(json.dumps(models_json(row_id), indent=2))
             return
-        presets = load_presets()
-        if row_id:
-            presets = {(p := find_preset(row_id, ["models"])).id: p}
+        from gpuplan.catalog.listing import model_rows
+
+        presets = model_rows(row_id)
     except GpuplanError as exc:
         _fail(exc)
         return
     from rich.table import Table
 
     t = Table("id", "name", "parameters", "model_type", "as_of", "source")
-    for p in presets.values():
+    for p in presets:
         t.add_row(p.id, p.name, f"{p.parameters / 1e9:,.2f} B", p.config["model_type"], str(p.as_of),
                   p.source[:60])
     Console().print(t)

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gpuplan.catalog.hardware import Catalog, Origin
-from gpuplan.catalog.loader import find_preset, load_presets
+from gpuplan.catalog.loader import ModelPreset, find_preset, load_presets
 from gpuplan.errors import InputError, suggest
 
 _WHERE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(>=|<=|=)\s*(.+?)\s*$")
@@ -86,20 +86,29 @@ def row_json(row: BaseModel, origin: Origin) -> dict[str, Any]:
     return out
 
 
-def catalog_json(catalog: Catalog, kind: str, row_id: str | None = None, where: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """What `gpuplan catalog KIND [ID] [--where ...] --json` prints and `GET /api/catalog/...` returns: one row
-    by id or alias, or the rows matching every condition, each with where it came from."""
+def catalog_rows(catalog: Catalog, kind: str, row_id: str | None = None, where: Sequence[str] = ()) -> list[Any]:
+    """What `gpuplan catalog KIND [ID] [--where ...]` lists: one row by id or alias, or the rows matching every
+    condition."""
     table = catalog.table(kind)
-    rows = [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), list(where), kind)
-    return [row_json(r, table.origins[r.id]) for r in rows]
+    return [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), list(where), kind)
+
+
+def catalog_json(catalog: Catalog, kind: str, row_id: str | None = None, where: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """What `gpuplan catalog KIND [ID] [--where ...] --json` prints and `GET /api/catalog/...` returns: the rows
+    of catalog_rows, each with where it came from."""
+    origins = catalog.table(kind).origins
+    return [row_json(r, origins[r.id]) for r in catalog_rows(catalog, kind, row_id, where)]
+
+
+def model_rows(row_id: str | None = None) -> list[ModelPreset]:
+    """The built-in model presets, or one by id or alias."""
+    return [find_preset(row_id, ["models"])] if row_id else list(load_presets().values())
 
 
 def models_json(row_id: str | None = None) -> list[dict[str, Any]]:
-    """The built-in model presets (one by id or alias), without their config, each with its origin."""
-    presets = load_presets()
-    chosen = [find_preset(row_id, ["models"])] if row_id else list(presets.values())
+    """The presets of model_rows, without their config, each with its origin."""
     origin = {"file": "gpuplan/data/models.toml", "overrides_builtin": False}
-    return [{**p.model_dump(mode="json", exclude={"config"}), "origin": origin} for p in chosen]
+    return [{**p.model_dump(mode="json", exclude={"config"}), "origin": origin} for p in model_rows(row_id)]
 
 
-__all__ = ["catalog_json", "filter_rows", "models_json", "row_json"]
+__all__ = ["catalog_json", "catalog_rows", "filter_rows", "model_rows", "models_json", "row_json"]

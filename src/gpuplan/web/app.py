@@ -26,7 +26,7 @@ from gpuplan.catalog.loader import example_names, example_path, parse_project
 from gpuplan.errors import (GpuplanError, HubUnavailableError, InfeasibleError, InputError, UnknownNameError,
                             _join_loc)
 from gpuplan.schema.plan import PlanResult
-from gpuplan.schema.project import Project
+from gpuplan.schema.project import Objective, Project
 from gpuplan.schema.result import EstimateResult
 from gpuplan.web.scenarios import Scenario, ScenarioStore, default_db_path
 from gpuplan.web.summary import PlanSummary, summarize
@@ -38,7 +38,6 @@ CATALOGS = {plural: kind for kind, (_, _, plural) in KINDS.items()} | {"models":
 #: POST endpoints whose body is a project (documented with the project's JSON schema)
 PROJECT_BODIES = ("/api/plan", "/api/summary", "/api/estimate", "/api/report", "/api/project", "/api/scenarios")
 
-Objective = Literal["cost", "time", "balanced"]
 ProjectBody = Annotated[dict[str, Any], Body(description="A project, as in a project file (docs/project.md).")]
 TopQuery = Annotated[int, Query(ge=1, le=100, description="How many candidates to return.")]
 HeadroomQuery = Annotated[float | None, Query(ge=0.0, le=0.8, description="Fraction of GPU memory kept free "
