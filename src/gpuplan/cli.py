@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from gpuplan import api
+from gpuplan.commands import Objective
 from gpuplan.catalog.hardware import KINDS
 from gpuplan.catalog.loader import example_names, example_path
 from gpuplan.errors import GpuplanError, InfeasibleError
@@ -37,12 +38,6 @@ class PlanFormat(str, Enum):
     json = "json"
     md = "md"
     html = "html"
-
-
-class Objective(str, Enum):
-    cost = "cost"
-    time = "time"
-    balanced = "balanced"
 
 
 def _project_path(project: Path | None, example: str | None, command: str) -> Path:

@@ -9,18 +9,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpuplan.commands import Objective
+
 
 class To(str, Enum):
     accelerate = "accelerate"
     deepspeed = "deepspeed"
     torchrun = "torchrun"
     skypilot = "skypilot"
-
-
-class Objective(str, Enum):
-    cost = "cost"
-    time = "time"
-    balanced = "balanced"
 
 
 def register(app: typer.Typer) -> None:
