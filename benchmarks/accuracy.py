@@ -21,7 +21,7 @@ import yaml
 from gpuplan.api import estimate
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import find_preset, load_overheads, resolve_model
-from gpuplan.core.params import count_params
+from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.project import ModelRef
 from gpuplan.units import GB, GIB, MIB
 

@@ -13,7 +13,7 @@ neither tool's code is used. None means the tool gives no answer for that case.
 
 from __future__ import annotations
 
-from gpuplan.core.params import ParamCount
+from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.model import ModelArch
 
 

@@ -62,7 +62,7 @@ def summary(rows: list[tuple[Case, float, float, float | None]]) -> list[tuple[s
 
 def explain(c: Case, sm) -> None:  # type: ignore[no-untyped-def]
     from gpuplan.catalog.loader import load_activation_table
-    from gpuplan.core.speed import estimate_training_speed
+    from gpuplan.core.sizing.speed import estimate_training_speed
 
     from speed_cases import _trainable
 
@@ -90,13 +90,13 @@ def relative_checks(sm) -> list[tuple[str, str, str, str]]:  # type: ignore[no-u
     """(check, measured, gpuplan, naive) for ratios where the unknowns of a run cancel."""
     from gpuplan.catalog.hardware import builtin_catalog
     from gpuplan.catalog.loader import load_activation_table
-    from gpuplan.core.lora import lora_params
-    from gpuplan.core.speed import estimate_training_speed
+    from gpuplan.core.sizing.lora import lora_params
+    from gpuplan.core.sizing.speed import estimate_training_speed
     from gpuplan.schema.project import Layout, Workload
 
     from speed_cases import model_arch
 
-    from gpuplan.core.params import count_params
+    from gpuplan.core.sizing.params import count_params
 
     gpus = builtin_catalog().gpus.rows
     table = load_activation_table()

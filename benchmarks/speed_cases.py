@@ -20,10 +20,10 @@ import yaml
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.hf_config import arch_from_hf_config
 from gpuplan.catalog.loader import find_preset, load_activation_table
-from gpuplan.core.flops import forward_flops, training_flops
-from gpuplan.core.lora import lora_params
-from gpuplan.core.params import ParamCount, count_params
-from gpuplan.core.speed import estimate_training_speed, peak_flops
+from gpuplan.core.sizing.flops import forward_flops, training_flops
+from gpuplan.core.sizing.lora import lora_params
+from gpuplan.core.sizing.params import ParamCount, count_params
+from gpuplan.core.sizing.speed import estimate_training_speed, peak_flops
 from gpuplan.errors import GpuplanError
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -153,7 +153,7 @@ def naive(c: Case) -> float:
 
 
 def model_flops_per_token(c: Case) -> float:
-    from gpuplan.core.memory import resolve
+    from gpuplan.core.sizing.memory import resolve
 
     r = resolve(c.arch, c.workload)
     fwd = forward_flops(c.arch, c.params, r.seq, target=r.target, eager=c.workload.attention == "eager")
@@ -228,7 +228,7 @@ def _measurement_cases(path: Path) -> list[Case]:
 
 def _fits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: Gpu) -> bool:
     from gpuplan.catalog.loader import load_overheads
-    from gpuplan.core.memory import estimate_memory
+    from gpuplan.core.sizing.memory import estimate_memory
 
     mem = estimate_memory(arch, count_params(arch), w, lay, gpus, load_activation_table(), load_overheads())
     return mem.device_bytes <= gpu.memory_gib * 2**30

@@ -65,7 +65,7 @@ Notes on the misses:
 SPEED = """
 ## 3. Speed vs published measurements
 
-`benchmarks/speed_accuracy.py` compares the speed model (`core/speed.py`, [speed.md](speed.md)) with published
+`benchmarks/speed_accuracy.py` compares the speed model (`core/sizing/speed.py`, [speed.md](speed.md)) with published
 training runs: the `time` section of `../shared/validation/measurements.yaml` (LLaMA-1/2 GPU-hours from Meta's
 papers and model cards, the HF BERT-large V100 sweep) and the 50 runs of `benchmarks/speed_cases.yaml`, each
 with its source, the quote the numbers come from and what the source leaves unstated. They were chosen to

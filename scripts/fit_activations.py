@@ -159,7 +159,7 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
 def attention_targets(cfg: dict) -> list[str]:
     """LoRA on the attention's query and value only (PEFT's usual default), by the family's module names."""
     from gpuplan.catalog.hf_config import arch_from_hf_config
-    from gpuplan.core.lora import ATTENTION_QV
+    from gpuplan.core.sizing.lora import ATTENTION_QV
 
     return ATTENTION_QV(arch_from_hf_config(cfg))
 

@@ -106,9 +106,9 @@ def fit_qlora(sm: SpeedModel) -> tuple[SpeedModel, str]:
 
     from gpuplan.catalog.hardware import builtin_catalog
     from gpuplan.catalog.loader import load_activation_table
-    from gpuplan.core.lora import lora_params
-    from gpuplan.core.params import count_params
-    from gpuplan.core.speed import estimate_training_speed
+    from gpuplan.core.sizing.lora import lora_params
+    from gpuplan.core.sizing.params import count_params
+    from gpuplan.core.sizing.speed import estimate_training_speed
     from gpuplan.schema.project import Layout, Workload
 
     from speed_cases import model_arch

@@ -10,11 +10,11 @@ from typing import Any
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
 from gpuplan.catalog.loader import (load_activation_table, load_overheads, load_project, load_speed_model,
                                     parse_project, resolve_model)
-from gpuplan.core.flops import forward_flops, training_flops
-from gpuplan.core.memory import estimate_memory, memory_out, resolve
-from gpuplan.core.params import count_params
-from gpuplan.core.search import training_tokens
-from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
+from gpuplan.core.sizing.flops import forward_flops, training_flops
+from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
+from gpuplan.core.sizing.params import count_params
+from gpuplan.core.search.explore import training_tokens
+from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InfeasibleError, InputError
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.plan import Candidate, FitResult, PlanResult, Rejected
@@ -147,7 +147,7 @@ def _trace_project(proj: Project, base_dir: Path | None) -> Any:
 
 def _estimate_traced(project: Project, base_dir: Path | None, gpu_row: Any, gpus: int,
                      catalog_notes: list[Note]) -> EstimateResult:
-    from gpuplan.core.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
+    from gpuplan.core.sizing.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
 
     tr = _trace_project(project, base_dir)
     reserved, device = traced_device_bytes(tr, gpus, load_overheads())
@@ -194,8 +194,8 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     from gpuplan.catalog.loader import load_fx, load_host_support
     from gpuplan.catalog.server_rules import load_server_rules
     from gpuplan.core.checklist import build_checklist, build_faq
-    from gpuplan.core.search import SearchInputs, grow_arch, memory_headroom, search
-    from gpuplan.core.server import build_server
+    from gpuplan.core.search.explore import SearchInputs, grow_arch, memory_headroom, search
+    from gpuplan.core.server.builder import build_server
 
     proj, base = _load(project, base_dir)
     if headroom is not None:
@@ -220,7 +220,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         checkpoints_kept=int(rules.checkpoints_kept),
     )
     if traced is not None:
-        from gpuplan.core.search import search_traced
+        from gpuplan.core.search.explore import search_traced
 
         candidates, rejected, stats, growth = search_traced(inp, traced, obj)
     else:
@@ -247,8 +247,8 @@ def _with_deployments(proj: Project, cands: list[Candidate], catalog: Catalog, f
                       price_files: Sequence[str | Path]) -> list[Candidate]:
     """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen."""
     from gpuplan.catalog.prices import load_prices, stale
-    from gpuplan.core.tco import Config as TcoConfig
-    from gpuplan.core.tco import Usage, choose, compare, resolve_assumptions
+    from gpuplan.core.cost.tco import Config as TcoConfig
+    from gpuplan.core.cost.tco import Usage, choose, compare, resolve_assumptions
 
     book = load_prices(price_files, gpu_ids=list(catalog.gpus.rows))
     dep = proj.deployment or Deployment()
@@ -346,7 +346,7 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
         catalog_files: Sequence[str | Path] = ()) -> FitResult:
     """The largest micro-batch, sequence (context) and model scale that fit `gpus` x `gpu` with the project's
     layout, with and without gradient checkpointing."""
-    from gpuplan.core.fit import fit_limits
+    from gpuplan.core.sizing.fit import fit_limits
 
     proj, base = _load(project, base_dir)
     if catalog is None:

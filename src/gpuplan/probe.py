@@ -1,5 +1,5 @@
 """Describe a machine for `gpuplan check`: probe this one (CPU, RAM, disks and, through NVML, NVIDIA GPUs), or
-read an offer's server file. The I/O half of the audit; `gpuplan.core.audit` judges what these return.
+read an offer's server file. The I/O half of the audit; `gpuplan.core.audit.checks` judges what these return.
 
 Probing reads /proc/cpuinfo, psutil and NVML (nvidia-ml-py); it writes nothing, except the opt-in disk read
 test (`disk_test=True`), which writes one temporary file and deletes it. Without an NVIDIA driver or GPU the
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, V
 
 from gpuplan.catalog.hardware import Catalog, builtin_catalog
 from gpuplan.catalog.loader import read_structured, translate_validation_error
-from gpuplan.core.audit import Disk, MachineGpu, MachineSpec, match_gpu
+from gpuplan.core.audit.checks import Disk, MachineGpu, MachineSpec, match_gpu
 from gpuplan.errors import InputError, UnknownNameError
 from gpuplan.units import GIB, MIB
 

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuplan.catalog.hf_config import arch_from_hf_config
 from gpuplan.catalog.loader import load_activation_table, load_overheads
-from gpuplan.core.memory import estimate_memory
-from gpuplan.core.params import count_params
+from gpuplan.core.sizing.memory import estimate_memory
+from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 
 
@@ -88,7 +88,7 @@ def trace_case(case: Case):
 
 def all_linear_names(config: dict[str, Any]) -> list[str]:
     """The module names "all-linear" covers in the blocks, as PEFT target_modules (heads excluded)."""
-    from gpuplan.core.lora import block_linears
+    from gpuplan.core.sizing.lora import block_linears
 
     arch = arch_from_hf_config(config)
     return sorted({name for name, *_ in block_linears(arch) if name not in ("classifier", "out_proj", "gate")})

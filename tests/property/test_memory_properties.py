@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.catalog.loader import load_activation_table, load_overheads
-from gpuplan.core.memory import estimate_memory
-from gpuplan.core.params import count_params
+from gpuplan.core.sizing.memory import estimate_memory
+from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 

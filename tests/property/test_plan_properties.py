@@ -1,4 +1,4 @@
-"""Invariants of `gpuplan plan` (api.plan over core/search.py) on random small projects.
+"""Invariants of `gpuplan plan` (api.plan over core/search/explore.py) on random small projects.
 
 Each project allows only a few GPUs (constraints.gpus), so one search takes tens of milliseconds. Scores are
 relative to the candidate set, so comparisons between two plans use the recommendation's own numbers

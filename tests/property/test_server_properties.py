@@ -1,4 +1,4 @@
-"""Invariants of the balanced-server builder (core/server.py) over random projects and every GPU count the
+"""Invariants of the balanced-server builder (core/server/builder.py) over random projects and every GPU count the
 built-in catalog can house.
 
 Where a platform cannot meet a rule (a rack with soldered memory below 2x VRAM, a CPU the platform fixes),
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.server_rules import load_server_rules
-from gpuplan.core.server import build_server
+from gpuplan.core.server.builder import build_server
 from gpuplan.schema.plan import ServerNeeds
 from gpuplan.units import GIB
 

@@ -1,4 +1,4 @@
-"""Invariants of the FLOPs and speed models (core/flops.py, core/speed.py) over the built-in presets, the GPU
+"""Invariants of the FLOPs and speed models (core/sizing/flops.py, core/sizing/speed.py) over the built-in presets, the GPU
 catalog and random workloads and layouts. They hold whatever the calibration constants of data/speed.toml are:
 more work never takes less time, a faster GPU never gives a slower answer, the parts add up to the whole."""
 
@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.hf_config import arch_from_hf_config
 from gpuplan.catalog.loader import load_activation_table, load_presets, load_speed_model
-from gpuplan.core.flops import forward_flops, training_flops
-from gpuplan.core.lora import lora_params
-from gpuplan.core.memory import saved_bytes_per_sample
-from gpuplan.core.params import ParamCount, count_params
-from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed
+from gpuplan.core.sizing.flops import forward_flops, training_flops
+from gpuplan.core.sizing.lora import lora_params
+from gpuplan.core.sizing.memory import saved_bytes_per_sample
+from gpuplan.core.sizing.params import ParamCount, count_params
+from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -299,7 +299,7 @@ def test_step_breakdown_adds_up_and_ranges_bracket(data: st.DataObject, arch: Mo
 @pytest.mark.parametrize("pid", TRANSFORMERS)
 def test_every_preset_has_a_positive_step_made_of_non_negative_parts(pid: str) -> None:
     """A sweep, not a sample: every preset, training task, attention kernel and precision, at short and long
-    sequences, on one GPU. The elementwise part is the bytes autograd saves (core/memory.py), so this also
+    sequences, on one GPU. The elementwise part is the bytes autograd saves (core/sizing/memory.py), so this also
     checks that the activation coefficients never extrapolate below zero."""
     arch = preset_arch(pid)
     gpu = builtin_catalog().gpus.rows["h100-sxm-80gb"]

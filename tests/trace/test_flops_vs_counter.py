@@ -11,8 +11,8 @@ transformers = pytest.importorskip("transformers")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from gpuplan.catalog.hf_config import arch_from_hf_config  # noqa: E402
-from gpuplan.core.flops import forward_flops, training_flops  # noqa: E402
-from gpuplan.core.params import count_params  # noqa: E402
+from gpuplan.core.sizing.flops import forward_flops, training_flops  # noqa: E402
+from gpuplan.core.sizing.params import count_params  # noqa: E402
 from tests.trace.test_param_counts import TINY, build  # noqa: E402
 
 pytestmark = pytest.mark.trace

@@ -10,8 +10,8 @@ transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
 from gpuplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, arch_from_hf_config  # noqa: E402
-from gpuplan.core.lora import lora_params  # noqa: E402
-from gpuplan.core.params import count_params  # noqa: E402
+from gpuplan.core.sizing.lora import lora_params  # noqa: E402
+from gpuplan.core.sizing.params import count_params  # noqa: E402
 from tests.conftest import hf_config  # noqa: E402
 
 pytestmark = pytest.mark.trace

@@ -1,4 +1,4 @@
-"""`gpuplan check`: the audit of a machine for a project (core/audit.py), server files and probing (probe.py),
+"""`gpuplan check`: the audit of a machine for a project (core/audit/checks.py), server files and probing (probe.py),
 and the command (commands/check.py) through a typer app of its own."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path, load_project, resolve_model
 from gpuplan.catalog.server_rules import load_server_rules
 from gpuplan.commands.check import check_machine, register
-from gpuplan.core.audit import (CHECKLIST, AuditResult, Disk, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
+from gpuplan.core.audit.checks import (CHECKLIST, AuditResult, Disk, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
                                 match_gpu, on_machine)
-from gpuplan.core.speed import tokens_per_sample
+from gpuplan.core.sizing.speed import tokens_per_sample
 from gpuplan.errors import InputError, UnknownNameError
 from gpuplan.probe import NO_GPU_NOTE, parse_server, probe_machine, read_server_file
 from gpuplan.schema.project import Layout

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from gpuplan import api
 from gpuplan.catalog.loader import example_names, example_path, load_project
 from gpuplan.commands import export as export_command
-from gpuplan.core.export import FILENAMES, SKYPILOT_ACCELERATORS, TARGETS, export
+from gpuplan.core.export.targets import FILENAMES, SKYPILOT_ACCELERATORS, TARGETS, export
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.schema.project import Project

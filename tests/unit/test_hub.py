@@ -21,7 +21,7 @@ from gpuplan.catalog import hub
 from gpuplan.catalog.hf_config import arch_from_hf_config
 from gpuplan.catalog.loader import _hub_cache, resolve_model
 from gpuplan.cli import app
-from gpuplan.core.params import count_params
+from gpuplan.core.sizing.params import count_params
 from gpuplan.errors import HubUnavailableError, InputError
 from gpuplan.schema.project import ModelRef
 from tests.conftest import hf_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.api import estimate
-from gpuplan.core.memory import NF4_BYTES_PER_PARAM
+from gpuplan.core.sizing.memory import NF4_BYTES_PER_PARAM
 from gpuplan.units import GIB
 
 P_8B = 8_030_261_248  # Llama 3 8B

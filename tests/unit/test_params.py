@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, arch_from_hf_config
-from gpuplan.core.params import count_params
+from gpuplan.core.sizing.params import count_params
 from gpuplan.errors import InputError, UnsupportedModelError
 from tests.conftest import hf_config
 

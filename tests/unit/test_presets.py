@@ -8,7 +8,7 @@ import pytest
 from gpuplan.api import estimate
 from gpuplan.catalog.hf_config import arch_from_hf_config
 from gpuplan.catalog.loader import load_presets
-from gpuplan.core.params import count_params
+from gpuplan.core.sizing.params import count_params
 
 PRESETS = load_presets()
 

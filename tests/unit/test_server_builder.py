@@ -1,4 +1,4 @@
-"""Golden cases for the balanced-server builder (core/server.py) and its rules (data/server_rules.toml).
+"""Golden cases for the balanced-server builder (core/server/builder.py) and its rules (data/server_rules.toml).
 
 Each case says why the expected figure is right: the reference machine or datasheet it matches, or the rule
 that produces it. They run on the built-in catalog, so a catalog change that moves a figure shows up here.
@@ -16,14 +16,14 @@ import pytest
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import load_speed_model
 from gpuplan.catalog.server_rules import load_server_rules, parse_server_rules
-from gpuplan.core.server import build_server
+from gpuplan.core.server.builder import build_server
 from gpuplan.errors import CatalogError
 from gpuplan.schema.plan import ServerNeeds
 from gpuplan.units import GIB
 
 CATALOG, RULES = builtin_catalog(), load_server_rules()
 TB = 10**12
-SERVER_PY = Path(__file__).resolve().parents[2] / "src" / "gpuplan" / "core" / "server.py"
+SERVER_PY = Path(__file__).resolve().parents[2] / "src" / "gpuplan" / "core" / "server" / "builder.py"
 RULES_TOML = Path(__file__).resolve().parents[2] / "src" / "gpuplan" / "data" / "server_rules.toml"
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplan.core.tco import Assumptions, Config, Usage, breakeven, compare
+from gpuplan.core.cost.tco import Assumptions, Config, Usage, breakeven, compare
 from gpuplan.schema.prices import CloudPrice, HostingOffer
 
 D = datetime.date(2026, 9, 1)

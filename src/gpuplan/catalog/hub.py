@@ -15,7 +15,7 @@ The cache folder is the one huggingface_hub uses (`HF_HUB_CACHE`, else `HF_HOME/
 read once, at import. The token is `token` if given, else huggingface_hub's own (`HF_TOKEN`, then the file
 `hf auth login` writes).
 
-Exact parameter counts come from the config through gpuplan's own counters (core/params.py), which are
+Exact parameter counts come from the config through gpuplan's own counters (core/sizing/params.py), which are
 checked against transformers; the safetensors index's `total_size` is bytes of mixed dtypes, not a count,
 so it is not fetched.
 """

@@ -19,9 +19,9 @@ from gpuplan import api
 from gpuplan.catalog.hardware import Catalog
 from gpuplan.catalog.loader import load_project, resolve_model
 from gpuplan.catalog.server_rules import load_server_rules
-from gpuplan.core.audit import (Alternative, AuditResult, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
+from gpuplan.core.audit.checks import (Alternative, AuditResult, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
                                  layout_text, on_machine)
-from gpuplan.core.speed import tokens_per_sample
+from gpuplan.core.sizing.speed import tokens_per_sample
 from gpuplan.errors import GpuplanError
 from gpuplan.schema.project import Layout, Project
 from gpuplan.schema.result import EstimateResult

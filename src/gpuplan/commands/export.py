@@ -62,7 +62,7 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
             prices: list[Path]) -> tuple[str, str]:
     from gpuplan import api
     from gpuplan.catalog.loader import find_preset, load_project
-    from gpuplan.core.export import export
+    from gpuplan.core.export.targets import export
     from gpuplan.errors import GpuplanError, InputError
 
     proj, base = load_project(path)

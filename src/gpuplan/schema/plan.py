@@ -75,7 +75,7 @@ class ServerSpec(_Out):
 
 
 class Deployment(_Out):
-    """One way to get a configuration, and what it costs over the horizon (core/tco.py)."""
+    """One way to get a configuration, and what it costs over the horizon (core/cost/tco.py)."""
 
     option: str  # on-prem | managed | cloud
     provider: str
@@ -177,7 +177,7 @@ class PlanStats(_Out):
 
 
 class GrowthRow(_Out):
-    """One shown candidate's layout with a larger model: the growth view (core/growth.py)."""
+    """One shown candidate's layout with a larger model: the growth view (core/search/growth.py)."""
 
     gpu_id: str
     gpus_per_server: int

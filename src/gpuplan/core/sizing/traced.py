@@ -15,7 +15,7 @@ split it.
 
 from __future__ import annotations
 
-from gpuplan.core.speed import _base_efficiency, link_gbs, peak_flops
+from gpuplan.core.sizing.speed import _base_efficiency, link_gbs, peak_flops
 from gpuplan.schema.estimate import Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.result import MemoryOut

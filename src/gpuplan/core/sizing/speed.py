@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.flops import Flops, forward_flops, training_flops
-from gpuplan.core.lora import block_linears
-from gpuplan.core.memory import WEIGHT_BYTES, kv_cache_bytes, resolve, saved_bytes_per_sample
-from gpuplan.core.params import ParamCount
+from gpuplan.core.sizing.flops import Flops, forward_flops, training_flops
+from gpuplan.core.sizing.lora import block_linears
+from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve, saved_bytes_per_sample
+from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.estimate import ActivationTable, Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch

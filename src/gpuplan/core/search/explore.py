@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpuplan.catalog.hardware import Catalog
-from gpuplan.core.growth import growth_rows, leanest
-from gpuplan.core.memory import estimate_memory, memory_out, resolve
-from gpuplan.core.params import ParamCount, count_params
-from gpuplan.core.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
+from gpuplan.core.search.growth import growth_rows, leanest
+from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
+from gpuplan.core.sizing.params import ParamCount, count_params
+from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.schema.estimate import ActivationTable, Note, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -76,7 +76,7 @@ class SearchOutput(NamedTuple):
     candidates: list[Candidate]
     rejected: list[Rejected]
     stats: PlanStats
-    #: the first `growth_top` candidates at x1, x1.5 and x2 the planned model size (core/growth.py)
+    #: the first `growth_top` candidates at x1, x1.5 and x2 the planned model size (core/search/growth.py)
     growth_view: list[GrowthRow]
 
 
@@ -414,7 +414,7 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None) -> 
 
 def _trainable(arch: ModelArch, p: ParamCount, w: Workload) -> int:
     if w.task in ("lora", "qlora"):
-        from gpuplan.core.lora import lora_params
+        from gpuplan.core.sizing.lora import lora_params
         from gpuplan.schema.project import LoraSpec
 
         spec = w.lora or LoraSpec()
@@ -581,9 +581,9 @@ __all__ = ["Config", "SearchInputs", "SearchOutput", "global_batch", "grow_arch"
 
 def search_traced(inp: SearchInputs, tr: object, objective: str) -> SearchOutput:
     """The search for a traced model (`model.trace`): each GPU type x 1-8 data-parallel GPUs in one server, from
-    the trace's measured memory and FLOPs (core/traced.py). Time is for 1,000 batches of the factory's inputs,
+    the trace's measured memory and FLOPs (core/sizing/traced.py). Time is for 1,000 batches of the factory's inputs,
     spread over the GPUs."""
-    from gpuplan.core.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
+    from gpuplan.core.sizing.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
     from gpuplan.trace.custom import CustomTraceResult
 
     assert isinstance(tr, CustomTraceResult)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuplan.core.params import ParamCount, resnet_blocks
+from gpuplan.core.sizing.params import ParamCount, resnet_blocks
 from gpuplan.schema.model import ModelArch
 
 

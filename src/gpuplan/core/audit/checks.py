@@ -4,7 +4,7 @@ part is the bottleneck, what to change.
 Pure: the machine (`gpuplan.probe` probes it or reads a server file), the project's memory and speed estimate on
 that machine's GPUs (`gpuplan.api.estimate`, called by the command), the server rules and the catalog go in;
 checklist items with the numbers behind them come out. The host checks use the same rules as the server
-builder (core/server.py, data/server_rules.toml), so an audited machine and a proposed one are judged alike.
+builder (core/server/builder.py, data/server_rules.toml), so an audited machine and a proposed one are judged alike.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def _bigger_gpus(need: float, headroom: float, catalog: Catalog, production: boo
 
 def _checkpoint_bytes(project: Project, est: EstimateResult) -> tuple[float, float]:
     """(one checkpoint, the weights): weights in 16 bits + 12 bytes of fp32 master weights and Adam moments per
-    trained parameter, as the planner counts them (core/search.py)."""
+    trained parameter, as the planner counts them (core/search/explore.py)."""
     weights = est.model.parameters * 2.0
     if project.workload.task == "inference":
         return 0.0, weights

@@ -22,8 +22,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuplan.core.lora import attention_only, lora_params
-from gpuplan.core.params import ParamCount, cnn_feature_elements
+from gpuplan.core.sizing.lora import attention_only, lora_params
+from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
 from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, MemoryBreakdown, MemoryEstimate,
                                      Note, Overheads)
 from gpuplan.schema.model import ModelArch

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from gpuplan.schema.plan import Candidate, GrowthRow
 
 if TYPE_CHECKING:
-    from gpuplan.core.search import Config
+    from gpuplan.core.search.explore import Config
 
 #: model sizes against the plan: as planned, then 1.5 and 2 times deeper
 GROWTH_FACTORS = (1.0, 1.5, 2.0)
