@@ -45,7 +45,7 @@ def candidates(name: str) -> list[tuple[int, Candidate]]:
 
 def accum(c: Candidate) -> int:
     lay = c.layout
-    return int(lay["global_batch_size"]) // (int(lay["micro_batch_size"]) * int(lay["dp"]))
+    return int(lay.global_batch_size) // (int(lay.micro_batch_size) * int(lay.dp))
 
 
 def header(text: str) -> str:
@@ -59,7 +59,7 @@ def header(text: str) -> str:
 
 
 def with_layout(c: Candidate, **kw: Any) -> Candidate:
-    return c.model_copy(update={"layout": {**c.layout, **kw}})
+    return c.model_copy(update={"layout": c.layout.model_copy(update=kw)})
 
 
 def with_precision(p: Project, precision: str) -> Project:
@@ -79,7 +79,7 @@ def test_unknown_target() -> None:
 # ------------------------------------------------------------------------------------------------- deepspeed
 
 def deepspeed_or_refusal(p: Project, i: int, c: Candidate) -> dict[str, Any] | None:
-    if c.layout["pp"] > 1 and c.layout["zero"] >= 2:
+    if c.layout.pp > 1 and c.layout.zero >= 2:
         with pytest.raises(InputError, match="ZeRO stage 0 or 1"):
             export(p, c, "deepspeed", index=i)
         return None
@@ -96,14 +96,14 @@ def test_deepspeed_keys_and_batch_arithmetic(name: str) -> None:
         if cfg is None:
             continue
         lay = c.layout
-        assert cfg["train_micro_batch_size_per_gpu"] == lay["micro_batch_size"]
+        assert cfg["train_micro_batch_size_per_gpu"] == lay.micro_batch_size
         assert cfg["gradient_accumulation_steps"] == accum(c)
-        assert cfg["train_batch_size"] == lay["micro_batch_size"] * accum(c) * lay["dp"] == lay["global_batch_size"]
-        assert cfg["zero_optimization"]["stage"] == lay["zero"]
+        assert cfg["train_batch_size"] == lay.micro_batch_size * accum(c) * lay.dp == lay.global_batch_size
+        assert cfg["zero_optimization"]["stage"] == lay.zero
         assert cfg["bf16"] == {"enabled": True}  # every example trains in bf16-mixed
-        assert ("tensor_parallel" in cfg) == (lay["tp"] > 1 and lay["pp"] == 1)
-        assert ("pipeline" in cfg) == (lay["pp"] > 1)
-        assert ("activation_checkpointing" in cfg) == lay["gradient_checkpointing"]
+        assert ("tensor_parallel" in cfg) == (lay.tp > 1 and lay.pp == 1)
+        assert ("pipeline" in cfg) == (lay.pp > 1)
+        assert ("activation_checkpointing" in cfg) == lay.gradient_checkpointing
         assert f"candidate {i}:" in cfg["_gpuplan"]["generated_by"] and p.name in cfg["_gpuplan"]["generated_by"]
 
 
@@ -132,9 +132,9 @@ def test_deepspeed_accepts_every_config(name: str, deepspeed_config: Any) -> Non
     for i, c in candidates(name):
         cfg = deepspeed_or_refusal(p, i, c)
         if cfg is not None:
-            ds = deepspeed_config(cfg, c.layout["dp"])
-            assert ds.train_batch_size == c.layout["global_batch_size"]
-            assert ds.zero_optimization_stage == c.layout["zero"]
+            ds = deepspeed_config(cfg, c.layout.dp)
+            assert ds.train_batch_size == c.layout.global_batch_size
+            assert ds.zero_optimization_stage == c.layout.zero
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"])
@@ -160,7 +160,7 @@ def test_deepspeed_precision_and_offload(precision: str, zero: int, offload: str
     real = dist.get_rank
     dist.get_rank = lambda *a, **k: 0
     try:
-        mpu = type("Mpu", (), {"get_data_parallel_world_size": lambda self: c.layout["dp"]})()
+        mpu = type("Mpu", (), {"get_data_parallel_world_size": lambda self: c.layout.dp})()
         DeepSpeedConfig(cfg, mpu=mpu)
     finally:
         dist.get_rank = real
@@ -169,7 +169,7 @@ def test_deepspeed_precision_and_offload(precision: str, zero: int, offload: str
 # ------------------------------------------------------------------------------------------------- accelerate
 
 def accelerate_or_refusal(p: Project, i: int, c: Candidate) -> str | None:
-    if c.layout["pp"] > 1:
+    if c.layout.pp > 1:
         with pytest.raises(InputError, match="pipeline parallelism"):
             export(p, c, "accelerate", index=i)
         return None
@@ -192,15 +192,15 @@ def test_accelerate_yaml_keys(name: str) -> None:
         assert ("main_process_ip" in cfg) == (c.servers > 1)
         assert cfg["mixed_precision"] == "bf16"
         kind = cfg["distributed_type"]
-        if lay["tp"] > 1:
-            assert cfg["parallelism_config"]["parallelism_config_tp_size"] == lay["tp"]
-            assert kind == ("FSDP" if lay["dp"] > 1 else "MULTI_GPU")
+        if lay.tp > 1:
+            assert cfg["parallelism_config"]["parallelism_config_tp_size"] == lay.tp
+            assert kind == ("FSDP" if lay.dp > 1 else "MULTI_GPU")
         elif n == 1:
             assert kind == "NO"
-        elif lay["zero"] == 3:
+        elif lay.zero == 3:
             assert kind == "FSDP" and cfg["fsdp_config"]["fsdp_reshard_after_forward"] is True
-        elif lay["zero"] in (1, 2):
-            assert kind == "DEEPSPEED" and cfg["deepspeed_config"]["zero_stage"] == lay["zero"]
+        elif lay.zero in (1, 2):
+            assert kind == "DEEPSPEED" and cfg["deepspeed_config"]["zero_stage"] == lay.zero
             assert cfg["deepspeed_config"]["gradient_accumulation_steps"] == accum(c)
         else:
             assert kind == "MULTI_GPU"
@@ -250,9 +250,9 @@ def test_accelerate_loads_and_prepares_every_config(name: str, tmp_path: Path,
             assert int(args.nnodes) == c.servers
         assert env["ACCELERATE_MIXED_PRECISION"] == "bf16"
         if args.use_deepspeed:
-            assert env["ACCELERATE_DEEPSPEED_ZERO_STAGE"] == str(lay["zero"])
+            assert env["ACCELERATE_DEEPSPEED_ZERO_STAGE"] == str(lay.zero)
             assert env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] == str(accum(c))
-        if args.use_fsdp or lay["tp"] > 1:
+        if args.use_fsdp or lay.tp > 1:
             with monkeypatch.context() as m:
                 for k, v in env.items():
                     if k.startswith(("FSDP_", "PARALLELISM_CONFIG_", "ACCELERATE_")):
@@ -260,11 +260,11 @@ def test_accelerate_loads_and_prepares_every_config(name: str, tmp_path: Path,
                 if args.use_fsdp:
                     plugin = FullyShardedDataParallelPlugin()
                     assert plugin.fsdp_version == 2
-                    assert plugin.reshard_after_forward is (lay["zero"] == 3)
-                    assert plugin.activation_checkpointing is lay["gradient_checkpointing"]
-                if lay["tp"] > 1:
+                    assert plugin.reshard_after_forward is (lay.zero == 3)
+                    assert plugin.activation_checkpointing is lay.gradient_checkpointing
+                if lay.tp > 1:
                     pc = ParallelismConfig()
-                    assert (pc.tp_size, pc.dp_shard_size, pc.total_size) == (lay["tp"], lay["dp"], n)
+                    assert (pc.tp_size, pc.dp_shard_size, pc.total_size) == (lay.tp, lay.dp, n)
 
 
 @pytest.mark.parametrize("precision,mixed", [("fp32", "no"), ("fp16-mixed", "fp16"), ("bf16-mixed", "bf16"),
@@ -311,16 +311,16 @@ def trainer_parser() -> Any:
 
 def check_script_args(words: list[str], p: Project, c: Candidate) -> None:
     lay = c.layout
-    assert words[:4] == ["--per_device_train_batch_size", str(lay["micro_batch_size"]),
+    assert words[:4] == ["--per_device_train_batch_size", str(lay.micro_batch_size),
                          "--gradient_accumulation_steps", str(accum(c))]
-    assert ("--deepspeed" in words) == bool(lay["zero"] or lay["tp"] > 1 or lay["pp"] > 1)
-    assert ("--gradient_checkpointing" in words) == lay["gradient_checkpointing"]
+    assert ("--deepspeed" in words) == bool(lay.zero or lay.tp > 1 or lay.pp > 1)
+    assert ("--gradient_checkpointing" in words) == lay.gradient_checkpointing
     try:
         parser = trainer_parser()
     except ImportError:
         return
     ns = parser.parse_args([w for w in words if w != "$@"])
-    assert ns.per_device_train_batch_size == lay["micro_batch_size"]
+    assert ns.per_device_train_batch_size == lay.micro_batch_size
     assert ns.gradient_accumulation_steps == accum(c)
     assert ns.bf16 is True
 
@@ -408,7 +408,7 @@ def test_serving_exports_a_skyserve_service(name: str) -> None:
     p, r = planned(name)
     for i, c in enumerate(r.candidates):
         task = yaml.safe_load(export(p, c, "skypilot", index=i, model_id="org/model")[1])
-        tp = c.layout["tp"]
+        tp = c.layout.tp
         assert task["service"]["replicas"] == c.servers
         assert task["resources"]["accelerators"].endswith(f":{c.gpus_per_server}")
         assert task["envs"] == {"MODEL_ID": "org/model"}
@@ -417,8 +417,8 @@ def test_serving_exports_a_skyserve_service(name: str) -> None:
         assert words[words.index("--tensor-parallel-size") + 1] == str(tp)
         per_server = c.gpus_per_server // tp
         assert ("--data-parallel-size" in words) == (per_server > 1)
-        assert c.servers * per_server == c.layout["replicas"]
-        assert words[words.index("--max-num-seqs") + 1] == str(c.layout["batch_per_replica"])
+        assert c.servers * per_server == c.layout.replicas
+        assert words[words.index("--max-num-seqs") + 1] == str(c.layout.batch_per_replica)
     task = yaml.safe_load(export(p, r.candidates[0], "skypilot")[1])
     assert task["envs"] == {"MODEL_ID": None}  # SkyPilot then requires --env MODEL_ID=...
 
@@ -496,11 +496,11 @@ def test_cli_errors_are_one_line(cli: Any, args: list[str], message: str) -> Non
 
 def test_cli_accelerate_refusal_names_candidates_that_export(cli: Any) -> None:
     _, plan = planned("llama3-8b-full-finetune")
-    i = next(i for i, c in enumerate(plan.candidates) if c.layout["pp"] > 1)
+    i = next(i for i, c in enumerate(plan.candidates) if c.layout.pp > 1)
     r = cli("--example", "llama3-8b-full-finetune", "--to", "accelerate", "--candidate", str(i))
     assert r.exit_code == 2
     ok = re.search(r"candidates that export to accelerate: ([\d, ]+)", r.stderr)
-    assert ok and all(plan.candidates[int(k)].layout["pp"] == 1 for k in ok.group(1).split(", "))
+    assert ok and all(plan.candidates[int(k)].layout.pp == 1 for k in ok.group(1).split(", "))
 
 
 def test_cli_requires_a_target(cli: Any) -> None:

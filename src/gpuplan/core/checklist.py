@@ -168,8 +168,8 @@ def build_faq(project: Project, rec: Candidate | None, candidates: list[Candidat
             reasons.append("the recommendation uses a single GPU")
         else:
             lay = rec.layout
-            kind = ("model parallel (tensor/pipeline: the model does not fit one GPU)" if int(lay.get("tp", 1)) *
-                    int(lay.get("pp", 1)) > 1 else "data parallel (ZeRO-%s)" % lay.get("zero", 0))
+            kind = ("model parallel (tensor/pipeline: the model does not fit one GPU)" if lay.tp * lay.pp > 1
+                    else "data parallel (ZeRO-%s)" % lay.zero)
             reasons.append(f"the recommendation spreads the work over {n} GPUs, {kind}")
             same = [c for c in singles if c.gpu_id == rec.gpu_id]
             if same and rec.time_hours and same[0].time_hours:

@@ -35,12 +35,12 @@ def price_text(c: Candidate) -> str:
 
 def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:
     lay = c.layout
-    if "replicas" in lay:
-        return f"tp={lay['tp']} x{lay['replicas']} {replicas}, {batch} {lay['batch_per_replica']}"
-    parts = [f"zero={lay['zero']}"] + [f"{k}={lay[k]}" for k in ("tp", "pp") if int(lay.get(k, 1)) > 1]
-    if "micro_batch_size" in lay:
-        parts.append(f"mb={lay['micro_batch_size']}")
-    if lay.get("gradient_checkpointing"):
+    if lay.serving:
+        return f"tp={lay.tp} x{lay.replicas} {replicas}, {batch} {lay.batch_per_replica}"
+    parts = [f"zero={lay.zero}"] + [f"{k}={v}" for k, v in (("tp", lay.tp), ("pp", lay.pp)) if v > 1]
+    if lay.micro_batch_size is not None:
+        parts.append(f"mb={lay.micro_batch_size}")
+    if lay.gradient_checkpointing:
         parts.append("ckpt")
     return " ".join(parts)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.result import MemoryOut
@@ -108,13 +108,47 @@ class DeploymentChoice(_Out):
     reasons: list[str]
 
 
+class CandidateLayout(_Out):
+    """How a candidate runs the workload on its GPUs. Training fills dp, gradient_checkpointing and the batch sizes;
+    serving fills replicas and batch_per_replica; the JSON leaves out the fields that do not apply (None)."""
+
+    zero: int = 0
+    tp: int = 1
+    pp: int = 1
+    offload: str = "none"
+    #: training: data-parallel degree (GPUs / (tp x pp))
+    dp: int | None = None
+    gradient_checkpointing: bool | None = None
+    micro_batch_size: int | None = None
+    #: sequences per optimizer step (0: not set)
+    global_batch_size: int | None = None
+    #: serving: model copies (GPUs / tp), and concurrent requests each one holds
+    replicas: int | None = None
+    batch_per_replica: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    @property
+    def serving(self) -> bool:
+        return self.replicas is not None
+
+    def __getitem__(self, key: str) -> int | str | bool:
+        """`layout["tp"]`, as when the layout was a dict (Python API code written against it keeps working);
+        a field that does not apply raises KeyError, as a missing key did."""
+        value = getattr(self, key, None) if key in type(self).model_fields else None
+        if value is None:
+            raise KeyError(key)
+        return value  # type: ignore[no-any-return]
+
+
 class Candidate(_Out):
     gpu_id: str
     gpu_name: str
     gpus_per_server: int
     servers: int
-    #: zero, tp, pp, dp, offload, gradient_checkpointing, micro_batch_size (inference: tp, replicas)
-    layout: dict[str, int | str | bool]
+    layout: CandidateLayout
     memory: MemoryOut
     #: training: as in `estimate`
     time: TimeEstimate | None = None
@@ -216,7 +250,7 @@ class PlanResult(_Out):
     growth_view: list[GrowthRow] = Field(default_factory=list)
 
 
-__all__ = ["Candidate", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
+__all__ = ["Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
            "PlanStats", "Rejected", "ServerNeeds",
            "ServerSpec", "Verdict"]
 

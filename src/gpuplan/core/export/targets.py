@@ -72,15 +72,15 @@ class _Shape:
 def _shape(c: Candidate) -> _Shape:
     lay = c.layout
     n = c.servers * c.gpus_per_server
-    tp, pp = int(lay.get("tp", 1)), int(lay.get("pp", 1))
-    dp = int(lay.get("dp", n // (tp * pp)))
-    micro = int(lay.get("micro_batch_size", 1))
-    gbs = int(lay.get("global_batch_size", 0)) or micro * dp
+    tp, pp = lay.tp, lay.pp
+    dp = lay.dp if lay.dp is not None else n // (tp * pp)
+    micro = lay.micro_batch_size or 1
+    gbs = lay.global_batch_size or micro * dp
     if gbs % (micro * dp):
         raise InputError(["candidate", "layout"], f"global batch {gbs} is not a multiple of micro-batch {micro} x "
                          f"data parallel {dp}")
-    return _Shape(servers=c.servers, per_server=c.gpus_per_server, zero=int(lay.get("zero", 0)), tp=tp, pp=pp, dp=dp,
-                  offload=str(lay.get("offload", "none")), ckpt=bool(lay.get("gradient_checkpointing", False)),
+    return _Shape(servers=c.servers, per_server=c.gpus_per_server, zero=lay.zero, tp=tp, pp=pp, dp=dp,
+                  offload=lay.offload, ckpt=bool(lay.gradient_checkpointing),
                   micro=micro, global_batch=gbs, accum=gbs // (micro * dp))
 
 
@@ -403,14 +403,14 @@ def _skypilot(p: Project, c: Candidate, s: _Shape, index: int) -> str:
 
 def _skyserve(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     w, lay = p.workload, c.layout
-    tp = int(lay.get("tp", 1))
+    tp = lay.tp
     per_server = c.gpus_per_server // tp
     acc, warn = _accelerator(c)
     args = ['"$MODEL_ID"', "--port", "8000", "--tensor-parallel-size", str(tp)]
     if per_server > 1:
         args += ["--data-parallel-size", str(per_server)]
-    if "batch_per_replica" in lay:
-        args += ["--max-num-seqs", str(lay["batch_per_replica"])]
+    if lay.batch_per_replica is not None:
+        args += ["--max-num-seqs", str(lay.batch_per_replica)]
     if w.context_length:
         args += ["--max-model-len", str(w.context_length + (w.output_tokens or 0))]
     if w.prefill_tokens:
@@ -431,10 +431,10 @@ def _skyserve(p: Project, c: Candidate, index: int, model_id: str | None) -> str
             "resources": {"accelerators": acc, "ports": 8000},
             "service": {"readiness_probe": "/v1/models", "replicas": c.servers},
             "setup": "pip install vllm\n", "run": "vllm serve " + " ".join(args) + "\n"}
-    replicas = int(lay.get("replicas", c.servers * per_server))
+    replicas = lay.replicas if lay.replicas is not None else c.servers * per_server
     header = [_origin(p, c, index),
               f"Serving layout: tensor parallel {tp}, {replicas} replica(s) ({per_server} per server, vLLM data "
-              f"parallel), up to {lay.get('batch_per_replica', w.batch_size)} concurrent sequences each.",
+              f"parallel), up to {lay.batch_per_replica if lay.batch_per_replica is not None else w.batch_size} concurrent sequences each.",
               _server_line(c), *warn,
               "Edit: MODEL_ID (" + ("none known: pass it with --env MODEL_ID=..." if model_id is None else
                                     "the project's model on the Hugging Face Hub; --env MODEL_ID=... overrides it") +
