@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-import math
+import datetime
+import time
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
-from gpuplan.catalog.loader import (load_activation_table, load_overheads, load_project, load_speed_model,
-                                    parse_project, resolve_model)
+from gpuplan.catalog.loader import (load_activation_table, load_fx, load_host_support, load_overheads, load_project,
+                                    load_speed_model, parse_project, resolve_model)
+from gpuplan.catalog.prices import load_prices
+from gpuplan.catalog.server_rules import load_server_rules
+from gpuplan.core import advise
+from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import count_params
-from gpuplan.core.search.explore import training_tokens
+from gpuplan.core.sizing.project import training_tokens
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
-from gpuplan.errors import InfeasibleError, InputError
+from gpuplan.errors import InputError
 from gpuplan.schema.estimate import Note
-from gpuplan.schema.plan import Candidate, FitResult, PlanResult, Rejected
-from gpuplan.schema.project import Constraints, Deployment, Hardware, Layout, Project
+from gpuplan.schema.bundle import Bundle
+from gpuplan.schema.plan import FitResult, PlanResult
+from gpuplan.schema.prices import PriceBook
+from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
@@ -183,162 +191,49 @@ def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None)
     return project, base_dir
 
 
+def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
+                price_files: Sequence[str | Path] = ()) -> Bundle:
+    """The catalogs, prices and assumptions a plan is computed from: the built-in files plus the user's
+    (`--catalog`, `--prices`), loaded once; `catalog` passes an already loaded hardware catalog."""
+    if catalog is None and not catalog_files and not price_files:
+        return _builtin_bundle()
+    if catalog is None:
+        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
+    return _bundle(catalog, load_prices(price_files, gpu_ids=list(catalog.gpus.rows)))
+
+
+@lru_cache(maxsize=1)
+def _builtin_bundle() -> Bundle:
+    catalog = builtin_catalog()
+    return _bundle(catalog, load_prices(gpu_ids=list(catalog.gpus.rows)))
+
+
+def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
+    host, needs = load_host_support()
+    return Bundle(catalog=catalog, prices=prices, speed=load_speed_model(), table=load_activation_table(),
+                  overheads=load_overheads(), rules=load_server_rules(), fx=load_fx(), host_support=host,
+                  platform_needs=needs, today=datetime.date.today())
+
+
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
          headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
          catalog_files: Sequence[str | Path] = (), price_files: Sequence[str | Path] = ()) -> PlanResult:
     """The servers to get for a project: candidates that fit (with headroom and planned growth) and meet the
-    deadline and budget, ranked by the objective, with the decision checklist answered. Raises InfeasibleError
-    naming the binding constraint and the gap when nothing qualifies."""
-    from functools import partial
-
-    from gpuplan.catalog.loader import load_fx, load_host_support
-    from gpuplan.catalog.server_rules import load_server_rules
-    from gpuplan.core.checklist import build_checklist, build_faq
-    from gpuplan.core.search.explore import SearchInputs, grow_arch, memory_headroom, search
-    from gpuplan.core.server.builder import build_server
-
+    deadline and budget, ranked by the objective, with the decision checklist answered (core/advise.py). Raises
+    InfeasibleError naming the binding constraint and the gap when nothing qualifies."""
     proj, base = _load(project, base_dir)
     if headroom is not None:
-        cons = proj.constraints.model_copy(update={"memory_headroom": headroom}) if proj.constraints else \
-            Constraints(memory_headroom=headroom)
-        proj = proj.model_copy(update={"constraints": cons})
-    if catalog is None:
-        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
-    obj = objective or (proj.goals.objective if proj.goals else "balanced")
+        proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})
+    bundle = load_bundle(catalog=catalog, catalog_files=catalog_files, price_files=price_files)
     traced = _trace_project(proj, base) if proj.model.trace else None
     arch = resolve_model(proj.model, base).arch if traced is None else None
-    rules = load_server_rules()
-    fx = load_fx()
-    currency = proj.goals.budget.currency if proj.goals and proj.goals.budget else "USD"
-    inp = SearchInputs(
-        project=proj, arch=arch, grown_arch=grow_arch(arch, proj.growth.model_scale if proj.growth else 1.0)
-        if arch is not None else None,  # type: ignore[arg-type]
-        catalog=catalog, speed=load_speed_model(), table=load_activation_table(), overheads=load_overheads(),
-        build_server=partial(build_server, catalog=catalog, rules=rules), usd_to_budget=fx[currency],
-        # the server builder prices the cluster network into each server
-        rent_per_gpu_hour=_median_rent(price_files, list(catalog.gpus.rows)),
-        checkpoints_kept=int(rules.checkpoints_kept),
-    )
-    if traced is not None:
-        from gpuplan.core.search.explore import search_traced
-
-        candidates, rejected, stats, growth = search_traced(inp, traced, obj)
-    else:
-        candidates, rejected, stats, growth = search(inp, obj, growth_top=top)
-    if not candidates:
-        raise InfeasibleError(_binding_constraint(proj, rejected))
-    shown = candidates[: top] if top else candidates
-    shown = _with_deployments(proj, shown, catalog, fx, currency, price_files)
-    rec = shown[0]
-    host, needs = load_host_support()
-    checklist = build_checklist(proj, rec, catalog)
-    faq = build_faq(proj, rec, candidates, rejected, catalog, host, needs)
-    notes = list(inp.notes)
-    if catalog_files:
-        for kind in ("gpu", "cpu", "platform", "drive", "nic"):
-            for rid in catalog.table(kind).overridden():
-                notes.append(Note(code="catalog-user-row", message=f"{kind} {rid}: your row replaces the built-in"))
-    return PlanResult(project=proj.name, objective=obj, recommendation=rec, candidates=shown, rejected=rejected,
-                      checklist=checklist, faq=faq, stats=stats, notes=notes, headroom=memory_headroom(proj),
-                      growth_view=growth)
-
-
-def _with_deployments(proj: Project, cands: list[Candidate], catalog: Catalog, fx: dict[str, float], currency: str,
-                      price_files: Sequence[str | Path]) -> list[Candidate]:
-    """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen."""
-    from gpuplan.catalog.prices import load_prices, stale
-    from gpuplan.core.cost.tco import Config as TcoConfig
-    from gpuplan.core.cost.tco import Usage, choose, compare, resolve_assumptions
-
-    book = load_prices(price_files, gpu_ids=list(catalog.gpus.rows))
-    dep = proj.deployment or Deployment()
-    production = proj.goals is not None and proj.goals.purpose == "production"
-    data = {k: (a.value, f"{a.source}, {a.as_of}") for k, a in book.assumptions.items()}
-    overrides = {k: getattr(dep, k) for k in ("pue", "electricity_per_kwh", "utilization", "depreciation_years",
-                                               "residual_value_fraction", "staff_fte_per_server",
-                                               "staff_cost_per_fte_year", "colocation_per_kw_month",
-                                               "support_fraction_per_year")}
-    if currency == "EUR" and overrides["electricity_per_kwh"] is None and "electricity_eur_per_kwh" in book.assumptions:
-        eur = book.assumptions["electricity_eur_per_kwh"]  # a European budget pays European power prices
-        data["electricity_usd_per_kwh"] = (eur.value / fx["EUR"], f"{eur.source}, {eur.as_of}")
-    assumptions = resolve_assumptions(overrides, data, fx[currency], production)
-    horizon = proj.growth.horizon_months if proj.growth else 36
-    serving = proj.workload.task == "inference"
-    fx_note = f"amounts in {currency}: 1 USD = {fx[currency]:g} {currency} (data/fx.toml)"
-    out = []
-    runs = max(1, math.ceil(proj.growth.data_scale)) if proj.growth else 1
-    for c in cands:
-        util = assumptions.get("utilization")
-        wall = c.time.wall_hours if c.time is not None else None
-        if not serving and wall and dep.utilization is None:
-            # training: the planned run, repeated as the data grows (growth.data_scale), over the horizon
-            util = min(1.0, runs * wall / (horizon * 730.0))
-        use = Usage(horizon_months=horizon, production=production, serving=serving,
-                    utilization=util,
-                    run_hours=c.time.wall_hours if c.time is not None else None,
-                    tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
-                    storage_bytes=c.storage_need_bytes)
-        cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
-                        price=None if c.price_usd is None else c.price_usd * fx[currency], power_w=c.server.power_w)
-        deps = compare(cfg, use, book.cloud, book.hosting, assumptions, fx, currency, list(dep.options))
-        old = [p for p in book.cloud if p.gpu_id == c.gpu_id and stale(p.as_of)]
-        old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and stale(h.as_of)]
-        if old or old_h:
-            deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
-                sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})
-                if d.option in ("cloud", "managed") else d for d in deps]
-        if currency != "USD":
-            deps = [d.model_copy(update={"assumptions": [*d.assumptions, fx_note]}) for d in deps]
-        out.append(c.model_copy(update={"deployments": deps, "deployment": choose(deps, use)}))
-    return out
+    return advise.plan(proj, bundle, arch=arch, traced=traced, objective=objective, top=top,  # type: ignore[arg-type]
+                       clock=time.perf_counter)
 
 
 def _median_rent(price_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None) -> dict[str, float]:
     """Median on-demand cloud price per GPU-hour (USD) by GPU: what renting the GPUs for a run costs."""
-    import statistics
-
-    from gpuplan.catalog.loader import load_fx
-    from gpuplan.catalog.prices import load_prices
-
-    fx = load_fx()
-    rows: dict[str, list[float]] = {}
-    for p in load_prices(price_files, gpu_ids=gpu_ids).cloud:
-        if p.kind == "on-demand":
-            rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour / fx[p.currency])
-    return {gid: statistics.median(v) for gid, v in rows.items()}
-
-
-def _binding_constraint(proj: Project, rejected: list[Rejected]) -> str:
-    """One sentence: what binds, by how much, and what could be changed."""
-    kinds = {"does not fit": [], "growth": [], "deadline": [], "budget": [], "latency": [], "other": []}
-    for r in rejected:
-        key = ("does not fit" if r.reason.startswith("does not fit") else
-               "growth" if "planned growth" in r.reason else "deadline" if "deadline" in r.reason else
-               "budget" if "over budget" in r.reason else "latency" if "latency" in r.reason else "other")
-        kinds[key].append(r)
-    if kinds["budget"]:
-        r = kinds["budget"][0]
-        return f"nothing fits the budget: the cheapest server that works, {r.servers} x {r.gpus_per_server} x " \
-               f"{r.gpu_id}, is {r.reason}; options: raise goals.budget, use LoRA/QLoRA, or a smaller model"
-    if kinds["deadline"]:
-        r = min(kinds["deadline"], key=lambda x: x.reason)
-        return f"nothing meets the deadline: {r.servers} x {r.gpus_per_server} x {r.gpu_id} {r.reason}; options: " \
-               "more GPUs (constraints.max_servers), fewer tokens, or a later goals.deadline_days"
-    if kinds["latency"]:
-        r = kinds["latency"][0]
-        return f"nothing meets workload.target_latency_s: {r.gpu_id} {r.reason}; options: fewer output tokens, " \
-               "a smaller model or fp8 weights"
-    if kinds["growth"]:
-        r = kinds["growth"][0]
-        return f"nothing fits after the planned growth: {r.gpu_id} x{r.gpus_per_server}: {r.reason}; options: " \
-               "lower growth.*, more GPUs, or plan to replace the servers when the model grows"
-    if kinds["does not fit"]:
-        best = kinds["does not fit"][0]
-        return f"no allowed GPU holds the job: {best.gpu_id} {best.reason}; options: ZeRO-3 over more GPUs, " \
-               "gradient checkpointing, QLoRA, a shorter sequence, or a larger GPU (constraints.gpus)"
-    if rejected:
-        return f"no candidate: {rejected[0].gpu_id}: {rejected[0].reason}"
-    return "no GPU is allowed by the constraints (constraints.gpus, exclude_gpus, datacenter_only)"
+    return median_rent(load_prices(price_files, gpu_ids=gpu_ids), load_fx())
 
 
 def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int | None = None,
@@ -357,7 +252,7 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
     lay = hw.layout if n % (hw.layout.tp * hw.layout.pp) == 0 else Layout()
     if n > 1 and lay == Layout() and proj.workload.task != "inference":
         lay = Layout(zero=3)  # more than one GPU and no layout given: shard everything (FSDP)
-    head = headroom if headroom is not None else (proj.constraints.memory_headroom if proj.constraints else 0.10)
+    head = headroom if headroom is not None else proj.constraints.memory_headroom
     usable = int(row.memory_gib * GIB * (1 - head))
     arch = resolve_model(proj.model, base).arch
     limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads())

@@ -11,12 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from gpuplan.errors import CatalogError, UnknownNameError
+from gpuplan.errors import CatalogError
+from gpuplan.schema.catalog import Catalog, Origin, Table
 from gpuplan.schema.hardware import CatalogRow, Gpu
 from gpuplan.schema.server import Cpu, Drive, Nic, Platform
 
@@ -30,54 +31,6 @@ KINDS: dict[str, tuple[type[CatalogRow], str, str]] = {
     "drive": (Drive, "drives.toml", "drives"),
     "nic": (Nic, "nics.toml", "nics"),
 }
-
-R = TypeVar("R", bound=CatalogRow)
-
-
-class Origin(BaseModel):
-    """Where a row comes from, and the built-in row it replaced, if any."""
-
-    model_config = ConfigDict(frozen=True)
-
-    file: str
-    overrides_builtin: bool = False
-
-
-class Table(BaseModel, Generic[R]):
-    """The rows of one kind, by id, with where each came from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: str
-    rows: dict[str, R]
-    origins: dict[str, Origin]
-
-    def find(self, name: str, loc: Sequence[str | int]) -> R:
-        """A row by id or alias (case-insensitive); an UnknownNameError with close matches otherwise."""
-        key = name.lower()
-        for row in self.rows.values():
-            if key == row.id or key in (a.lower() for a in row.aliases):
-                return row
-        raise UnknownNameError(loc, self.kind, name, list(self.rows))
-
-    def overridden(self) -> list[str]:
-        return [i for i, o in self.origins.items() if o.overrides_builtin]
-
-
-class Catalog(BaseModel):
-    """All hardware tables."""
-
-    model_config = ConfigDict(frozen=True)
-
-    gpus: Table[Gpu]
-    cpus: Table[Cpu]
-    platforms: Table[Platform]
-    drives: Table[Drive]
-    nics: Table[Nic]
-    user_files: tuple[str, ...] = ()
-
-    def table(self, kind: str) -> Table[Any]:
-        return getattr(self, KINDS[kind][2])
 
 
 def _parse(text: str, path: str) -> dict[str, Any]:

@@ -14,23 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from gpuplan.catalog.loader import read_toml
 from gpuplan.errors import CatalogError, suggest
-from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer
+from gpuplan.core.cost.deployments import STALE_DAYS, is_stale
+from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer, PriceBook
 
 TABLES = {"cloud": CloudPrice, "hosting": HostingOffer}
-STALE_DAYS = 183
-
-
-class PriceBook(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    cloud: list[CloudPrice]
-    hosting: list[HostingOffer]
-    assumptions: dict[str, Assumption]
-    user_files: tuple[str, ...] = ()
 
 
 def _rows(table: str, raw: Any, path: str, first_row: int = 1) -> list[Any]:
@@ -145,7 +136,8 @@ def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | 
 
 
 def stale(as_of: datetime.date, today: datetime.date | None = None) -> bool:
-    return ((today or datetime.date.today()) - as_of).days > STALE_DAYS
+    """Older than STALE_DAYS on `today` (the machine's date when None): core.cost.deployments.is_stale."""
+    return is_stale(as_of, today or datetime.date.today())
 
 
 __all__ = ["PriceBook", "STALE_DAYS", "load_prices", "stale"]

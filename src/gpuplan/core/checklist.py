@@ -4,7 +4,7 @@ Pure: the plan's candidates and rejections in, verdicts with their numbers and r
 
 from __future__ import annotations
 
-from gpuplan.catalog.hardware import Catalog
+from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
 from gpuplan.schema.project import Project
 from gpuplan.units import GIB

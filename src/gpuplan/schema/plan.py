@@ -183,11 +183,17 @@ class Candidate(_Out):
     deployment: DeploymentChoice | None = None
 
 
+#: why a GPU type or server shape was not kept, for programs (the `reason` says it for people)
+RejectCode = Literal["datacenter-only", "consumer-in-production", "no-platform", "no-fit", "no-fit-after-growth",
+                     "no-server", "deadline", "latency", "over-budget", "no-price"]
+
+
 class Rejected(_Out):
     gpu_id: str
     gpus_per_server: int
     servers: int
     reason: str
+    code: RejectCode
 
 
 class ChecklistItem(_Out):
@@ -251,7 +257,7 @@ class PlanResult(_Out):
 
 
 __all__ = ["Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
-           "PlanStats", "Rejected", "ServerNeeds",
+           "PlanStats", "RejectCode", "Rejected", "ServerNeeds",
            "ServerSpec", "Verdict"]
 
 

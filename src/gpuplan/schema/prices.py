@@ -61,4 +61,15 @@ class Assumption(_Row):
     unit: str = Field(min_length=1)
 
 
-__all__ = ["Assumption", "CloudKind", "CloudPrice", "Currency", "HostingOffer"]
+__all__ = ["Assumption", "CloudKind", "CloudPrice", "Currency", "HostingOffer", "PriceBook"]
+
+
+class PriceBook(BaseModel):
+    """Every price row gpuplan plans with: the built-in lists and the user's (--prices), and the cost assumptions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cloud: list[CloudPrice]
+    hosting: list[HostingOffer]
+    assumptions: dict[str, Assumption]
+    user_files: tuple[str, ...] = ()

@@ -7,7 +7,7 @@ import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuplan.schema.estimate import Note
+from gpuplan.schema.estimate import MemoryBreakdown, Note
 from gpuplan.schema.speed import ComputeOut, InferenceSpeed, TimeEstimate
 
 
@@ -33,13 +33,10 @@ class HardwareInfo(_Out):
     gpu_memory_bytes: int | None = None
 
 
-class MemoryOut(_Out):
-    weights_bytes: int
-    gradients_bytes: int
-    optimizer_bytes: int
-    activations_bytes: int
-    kv_cache_bytes: int
-    other_bytes: int
+class MemoryOut(MemoryBreakdown):
+    """The memory breakdown at the peak (the parts, from MemoryBreakdown), the three levels, and the check against
+    a GPU's memory when one is given."""
+
     peak_tensor_bytes: int
     reserved_bytes: int
     device_bytes: int

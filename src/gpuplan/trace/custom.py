@@ -22,31 +22,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
 
 from gpuplan.errors import InputError
+from gpuplan.schema.trace import CustomTraceResult
 
 Precision = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16"]
-
-
-class CustomTraceResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    factory: str
-    model_class: str
-    training: bool
-    precision: str
-    parameters: int
-    trainable_parameters: int
-    peak_bytes: int
-    parameters_bytes: int
-    gradients_bytes: int
-    optimizer_bytes: int
-    other_bytes: int
-    phase_peaks: dict[str, int]
-    #: FLOPs of one step (training: forward and backward) or one forward (inference)
-    flops_per_step: int
-    seconds: float
 
 
 def load_factory(ref: str) -> Any:

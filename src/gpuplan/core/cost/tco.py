@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from gpuplan.schema.plan import Deployment, DeploymentChoice
 from gpuplan.schema.prices import CloudPrice, HostingOffer

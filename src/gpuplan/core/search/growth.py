@@ -2,7 +2,7 @@
 candidate, the peak memory per GPU of its layout at x1 (the project as planned), x1.5 and x2 model size, whether
 that still fits the GPU less the headroom, and the fewest GPUs of the same type that would hold it.
 
-The model grows as the planned growth grows it (`search.grow_arch`: deeper by whole layers, with the project's
+The model grows as the planned growth grows it (`core.sizing.project.grow_arch`: deeper by whole layers, with the project's
 planned context and users growth), and memory comes from the search's own memoised estimator (`device_at`), so
 the view costs a few estimates per layout, whatever the size of the catalog. Pure.
 """
@@ -10,12 +10,21 @@ the view costs a few estimates per layout, whatever the size of the catalog. Pur
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from gpuplan.schema.plan import Candidate, GrowthRow
+from gpuplan.core.search.shapes import Config
+from gpuplan.schema.plan import GrowthRow
 
-if TYPE_CHECKING:
-    from gpuplan.core.search.explore import Config
+
+class Shown(Protocol):
+    """What the growth view reads of a candidate."""
+
+    @property
+    def gpu_id(self) -> str: ...
+    @property
+    def gpus_per_server(self) -> int: ...
+    @property
+    def servers(self) -> int: ...
 
 #: model sizes against the plan: as planned, then 1.5 and 2 times deeper
 GROWTH_FACTORS = (1.0, 1.5, 2.0)
@@ -39,7 +48,7 @@ def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usab
     return None
 
 
-def growth_rows(cand: Candidate, config: Config, usable: int, shapes: Sequence[tuple[int, Sequence[Config]]],
+def growth_rows(cand: Shown, config: Config, usable: int, shapes: Sequence[tuple[int, Sequence[Config]]],
                 model_scale: float, parameters: Callable[[float], int],
                 device_at: Callable[[Config, float], int]) -> list[GrowthRow]:
     """The candidate (run with `config`) at each of GROWTH_FACTORS x the planned model. `model_scale` is the

@@ -28,8 +28,8 @@ from gpuplan.schema.plan import ServerNeeds, ServerSpec
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:
-    from gpuplan.catalog.hardware import Catalog
-    from gpuplan.catalog.server_rules import ServerRules
+    from gpuplan.schema.catalog import Catalog
+    from gpuplan.schema.rules import ServerRules
     from gpuplan.schema.hardware import Gpu
     from gpuplan.schema.server import Cpu, Drive, Nic, Platform
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import count_params
-from gpuplan.core.search.explore import grow_arch
+from gpuplan.core.sizing.project import grow_arch
 from gpuplan.schema.estimate import ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import FitLimit

@@ -139,14 +139,20 @@ def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: 
     return per
 
 
-def _head_bytes(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> tuple[float, float, float]:
+def _head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> tuple[bool, int, float, float]:
+    """(has an LM head, tokens per sequence it sees, vocabulary per GPU, bytes per element of its output)."""
+    tokens_per_seq = r.target if arch.kind == "encoder-decoder" else r.seq
+    lm = arch.kind not in ("encoder", "vit", "cnn")  # encoders, ViTs and CNNs: a tiny classification head
+    return lm, tokens_per_seq, arch.vocab_size / tp, arch.hidden_size, _compute_bytes(w)  # type: ignore[return-value]
+
+
+def _head_bytes(head: tuple[bool, int, float, float, int], batch: int) -> tuple[float, float, float]:
     """(saved, forward transient, backward transient) bytes of the final norm, LM head, logits and loss."""
-    tokens = r.batch * (r.target if arch.kind == "encoder-decoder" else r.seq)
-    beta = _compute_bytes(w)
-    if arch.kind in ("encoder", "vit", "cnn"):  # classification head: tiny
+    lm, tokens_per_seq, v, hidden, beta = head
+    if not lm:
         return 0.0, 0.0, 0.0
-    v = arch.vocab_size / tp
-    saved = tokens * (4 * v + 3 * 4 * arch.hidden_size)  # fp32 log-softmax output; final norm + head input
+    tokens = batch * tokens_per_seq
+    saved = tokens * (4 * v + 3 * 4 * hidden)  # fp32 log-softmax output; final norm + head input
     logits = tokens * v * beta  # the head's output, alive until the loss is taken
     upcast = 0 if beta == 4 else tokens * v * 4  # the loss upcasts 16-bit logits to fp32
     fwd = logits + upcast
@@ -222,91 +228,141 @@ def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | No
     return layers * per_layer + (arch.vocab_size + arch.hidden_size) * 2 + max(vectors, 0)
 
 
+class TrainingTerms:
+    """What a training step's memory on one GPU is made of, for one layout, precision and recomputation choice:
+    every term that does not depend on the micro-batch, computed once. `phases(batch, microbatches)` adds the
+    micro-batch's activations (the search evaluates many micro-batches per layout with plain arithmetic).
+    Any workload with the same task, precision, optimizer, LoRA, attention, sequence and checkpointing settings
+    shares these terms; `w.micro_batch_size` and `w.global_batch_size` are not read."""
+
+    __slots__ = ("cnn", "pp", "groups", "cnn_per_sample", "cnn_layers", "head", "embed_per_token", "beta",
+                 "resid", "hidden", "num_channels", "seq", "ckpt", "static", "amp_casts", "amp_casts_bwd",
+                 "fixed_other", "layer_grad", "head_grad", "trainable", "dp", "notes", "lay", "gpus")
+
+    def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
+                 table: ActivationTable) -> None:
+        notes: list[Note] = []
+        r = resolve(arch, w)
+        self.lay, self.gpus = lay, gpus
+        dp = self.dp = max(gpus // (lay.tp * lay.pp), 1)
+        st = self.static = _static(arch, p, w, lay, dp)
+        rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
+        eager = w.attention == "eager"
+        ckpt = self.ckpt = w.gradient_checkpointing
+        n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
+        self.pp = lay.pp
+        self.cnn = arch.kind == "cnn"
+        self.seq = r.seq
+        #: (layers, tokens per sequence, bytes per token saved, bytes per token of one layer in full)
+        self.groups: list[tuple[float, int, float, float]] = []
+        self.cnn_per_sample, self.cnn_layers = (0.0, 0.0), 0
+        if self.cnn:  # feature maps, measured per element (data/cnn_activations.toml)
+            per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
+            self.cnn_per_sample = (per_elem, cnn_feature_elements(arch, r.seq))
+            self.cnn_layers = arch.num_layers
+        else:
+            full_c = _coefficients(arch, w, False, table, notes)
+            for layers, seq in _layers_tokens(arch, r):
+                full = (_per_token(full_c, arch, seq, rank, lay.tp, _fit_max_seq(arch, w, False))
+                        + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w)))
+                kept = full if not ckpt else _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank,
+                                                        lay.tp, _fit_max_seq(arch, w, True))
+                self.groups.append((layers, seq, kept, full))
+        self.head = _head_terms(arch, r, w, lay.tp)
+        self.beta = _compute_bytes(w)
+        self.hidden, self.num_channels, self.resid = arch.hidden_size, arch.num_channels, _residual_bytes(w)
+
+        # autocast's 16-bit copies of fp32 weights live from their first use in forward until backward frees
+        # them; with checkpointing, backward only holds the head's copy and the recomputed layer's
+        amp_casts = amp_casts_bwd = 0.0
+        if w.task not in ("lora", "qlora") and w.precision in ("fp16-mixed", "bf16-mixed", "fp8-mixed"):
+            cast_b = 2 if w.precision != "fp8-mixed" else 1
+            shard = lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
+            head_w = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
+            amp_casts = (p.block_linear_weights + head_w) * cast_b / shard
+            amp_casts_bwd = (head_w + p.block_linear_weights / n_layers) * cast_b / shard if ckpt else amp_casts
+        self.amp_casts, self.amp_casts_bwd = amp_casts, amp_casts_bwd
+        zero3_work = 0.0
+        if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
+            zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
+        ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
+        if ddp_buckets:
+            notes.append(Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
+                              "buckets beside the gradients: one more gradient-sized buffer"))
+        self.fixed_other = zero3_work + ddp_buckets
+        self.layer_grad = st["gradients"] / n_layers
+        head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
+        if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
+            head_grad = st["gradients"] * arch.vocab_size * arch.hidden_size / st["trainable"]
+        self.head_grad = head_grad
+        self.trainable = st["trainable"]
+        self.notes = notes
+
+    def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
+        """Bytes by part at each moment of a step with `batch` sequences per micro-batch and `microbatches`
+        micro-batches per optimizer step (gradient accumulation)."""
+        in_flight = min(self.pp, microbatches) / self.pp  # 1F1B: the first stage holds pp micro-batches
+        saved_layer = 0.0  # bytes saved over all layers
+        one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
+        if self.cnn:
+            per_elem, elements = self.cnn_per_sample
+            saved_layer = batch * per_elem * elements * in_flight
+            one_layer = saved_layer / self.cnn_layers
+        for layers, seq, kept, full in self.groups:
+            tokens = batch * seq
+            saved_layer += layers * in_flight * tokens * kept
+            one_layer = max(one_layer, tokens * full)
+        head_saved, head_fwd, head_bwd = _head_bytes(self.head, batch)
+        embed = batch * self.seq * self.hidden * self.resid
+        if self.cnn:  # the input images
+            embed = batch * self.num_channels * self.seq * self.seq * self.resid
+        activations = saved_layer + head_saved + embed
+        recompute = one_layer if self.ckpt else 0.0
+        st = self.static
+        W, O, G = st["weights"], st["optimizer"], st["gradients"]
+        g_acc = G if microbatches > 1 else 0.0  # gradient accumulation: gradients live through forward too
+        fixed_other = self.fixed_other
+        return {
+            # the loss is taken: every saved activation, autocast's weight copies, logits and their fp32 copies
+            "forward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
+                            other=self.amp_casts + head_fwd + fixed_other),
+            # backward through the loss and the head: the logits' fp32 gradients, no weight gradient yet
+            "backward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
+                             other=self.amp_casts_bwd + head_bwd + fixed_other),
+            # the top layer's backward: the head's gradient exists, its logits are gone; with checkpointing
+            # the layer is recomputed
+            "backward-layers": dict(weights=W, optimizer=O, gradients=max(g_acc, self.head_grad),
+                                    activations=activations - head_saved + recompute,
+                                    other=self.amp_casts_bwd + fixed_other),
+            # the first layer's backward: all gradients but its own, its activations (saved or recomputed)
+            "backward-end": dict(weights=W, optimizer=O, gradients=G - self.layer_grad,
+                                 activations=embed + one_layer, other=fixed_other),
+            "optimizer": dict(weights=W, optimizer=O, gradients=G, activations=0.0,
+                              other=st["optimizer_temp"] + fixed_other),
+        }
+
+    def device_bytes(self, batch: int, microbatches: int, oh: Overheads) -> int:
+        """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built: the
+        arithmetic of `_levels` on the phases, rounding the weights and optimizer states (the same in every
+        phase) once."""
+        ph = self.phases(batch, microbatches)
+        first = ph["forward"]
+        fixed = _round(first["weights"]) + _round(first["optimizer"])
+        top = churn = -1
+        for parts in ph.values():
+            act, other = _round(parts["activations"]), _round(parts["other"])
+            total = fixed + _round(parts["gradients"]) + act + other
+            if total > top:  # the first phase with the largest total, as max() picks it
+                top, churn = total, act + other
+        return _reserve_and_device(top, churn, oh, self.gpus, self.lay, True)[1]
+
+
 def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
                       table: ActivationTable, oh: Overheads) -> MemoryEstimate:
+    terms = TrainingTerms(arch, p, w, lay, gpus, table)
     r = resolve(arch, w)
-    notes: list[Note] = []
-    dp = max(gpus // (lay.tp * lay.pp), 1)
-    st = _static(arch, p, w, lay, dp)
-    rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
-    eager = w.attention == "eager"
-    ckpt = w.gradient_checkpointing
-    n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
-    microbatches = _microbatches(w, r, dp)
-    in_flight = min(lay.pp, microbatches) / lay.pp  # 1F1B: the first stage holds pp micro-batches of its layers
-
-    saved_layer = 0.0  # bytes saved over all layers
-    one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
-    groups = _layers_tokens(arch, r)
-    if arch.kind == "cnn":  # feature maps, measured per element (data/cnn_activations.toml)
-        per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
-        saved_layer = r.batch * per_elem * cnn_feature_elements(arch, r.seq) * in_flight
-        one_layer = saved_layer / arch.num_layers
-        groups = []
-    else:
-        full_c = _coefficients(arch, w, False, table, notes)
-    for layers, seq in groups:
-        tokens = r.batch * seq
-        full = (_per_token(full_c, arch, seq, rank, lay.tp, _fit_max_seq(arch, w, False))
-                + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w)))
-        layers_here = layers * in_flight
-        if ckpt:
-            ck = _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, lay.tp,
-                            _fit_max_seq(arch, w, True))
-            saved_layer += layers_here * tokens * ck
-        else:
-            saved_layer += layers_here * tokens * full
-        one_layer = max(one_layer, tokens * full)
-    head_saved, head_fwd, head_bwd = _head_bytes(arch, r, w, lay.tp)
-    embed = r.batch * r.seq * arch.hidden_size * _residual_bytes(w)
-    if arch.kind == "cnn":  # the input images
-        embed = r.batch * arch.num_channels * r.seq * r.seq * _residual_bytes(w)
-    activations = saved_layer + head_saved + embed
-    recompute = one_layer if ckpt else 0.0
-
-    # autocast's 16-bit copies of fp32 weights live from their first use in forward until backward frees them;
-    # with checkpointing, backward only holds the head's copy and the recomputed layer's
-    amp_casts = amp_casts_bwd = 0.0
-    if w.task not in ("lora", "qlora") and w.precision in ("fp16-mixed", "bf16-mixed", "fp8-mixed"):
-        cast_b = 2 if w.precision != "fp8-mixed" else 1
-        shard = lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
-        head_w = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
-        amp_casts = (p.block_linear_weights + head_w) * cast_b / shard
-        amp_casts_bwd = (head_w + p.block_linear_weights / n_layers) * cast_b / shard if ckpt else amp_casts
-    zero3_work = 0.0
-    if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
-        zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
-    ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
-    if ddp_buckets:
-        notes.append(Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
-                          "buckets beside the gradients: one more gradient-sized buffer"))
-    W, O, G = st["weights"], st["optimizer"], st["gradients"]
-    layer_grad = G / n_layers
-    accumulating = microbatches > 1  # gradient accumulation: gradients live through forward too
-    g_acc = G if accumulating else 0.0
-    head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
-    if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
-        head_grad = G * arch.vocab_size * arch.hidden_size / st["trainable"]
-    fixed_other = zero3_work + ddp_buckets
-    phases = {
-        # the loss is taken: every saved activation, autocast's weight copies, logits and their fp32 copies
-        "forward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
-                        other=amp_casts + head_fwd + fixed_other),
-        # backward through the loss and the head: the logits' fp32 gradients, no weight gradient yet
-        "backward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
-                         other=amp_casts_bwd + head_bwd + fixed_other),
-        # the top layer's backward: the head's gradient exists, its logits are gone; with checkpointing the
-        # layer is recomputed
-        "backward-layers": dict(weights=W, optimizer=O, gradients=max(g_acc, head_grad),
-                                activations=activations - head_saved + recompute,
-                                other=amp_casts_bwd + fixed_other),
-        # the first layer's backward: all gradients but its own, its activations (saved or recomputed)
-        "backward-end": dict(weights=W, optimizer=O, gradients=G - layer_grad, activations=embed + one_layer,
-                             other=fixed_other),
-        "optimizer": dict(weights=W, optimizer=O, gradients=G, activations=0.0,
-                          other=st["optimizer_temp"] + fixed_other),
-    }
-    return _finish(phases, oh, gpus, lay, training=True, notes=notes, kv=0.0, trainable=st["trainable"])
+    phases = terms.phases(r.batch, _microbatches(w, r, terms.dp))
+    return _finish(phases, oh, gpus, lay, training=True, notes=list(terms.notes), kv=0.0, trainable=terms.trainable)
 
 
 def saved_bytes_per_sample(arch: ModelArch, w: Workload, table: ActivationTable, tp: int = 1) -> float:
@@ -395,27 +451,44 @@ def _round(n: float) -> int:
     return int(math.ceil(n / ALLOC_BLOCK) * ALLOC_BLOCK)
 
 
+def _levels(phases: dict[str, dict[str, float]], kv: float, oh: Overheads, gpus: int, lay: Layout,
+            training: bool) -> tuple[dict[str, dict[str, int]], dict[str, int], str, int, int, int]:
+    """(parts rounded to the allocator's blocks, each phase's total, the peak phase, the tensor peak, the
+    reserve, the device total): plain arithmetic, shared by the estimate and the search."""
+    rounded = {name: {k: _round(v) for k, v in parts.items()} for name, parts in phases.items()}
+    kv_r = _round(kv)
+    totals = {name: sum(parts.values()) + kv_r for name, parts in rounded.items()}
+    peak_phase = max(totals, key=lambda k: totals[k])
+    parts = rounded[peak_phase]
+    peak = (parts["weights"] + parts["gradients"] + parts["optimizer"] + parts["activations"] + kv_r
+            + parts["other"])
+    # the caching allocator's reserve grows with what is allocated and freed in many sizes within a step
+    # (activations, temporaries); weights, optimizer states, a preallocated KV cache and gradients (the same
+    # sizes every step, so their blocks are reused) are not what fragments it
+    reserved, device = _reserve_and_device(peak, parts["activations"] + parts["other"], oh, gpus, lay, training)
+    return rounded, totals, peak_phase, peak, reserved, device
+
+
+def _reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: Layout,
+                        training: bool) -> tuple[int, int]:
+    """The allocator's reserve above a tensor peak of which `churn` bytes are allocated and freed in many sizes
+    within a step, and the device total with the CUDA context and NCCL's communicators."""
+    frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
+    rnd = oh.allocator_rounding_bytes
+    # cuBLAS's workspace comes from the caching allocator too (measured on an H200: benchmarks/device/)
+    reserved = int(math.ceil((peak + frac * churn + oh.cublas_workspace_bytes) / rnd) * rnd)
+    communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
+    return reserved, reserved + oh.cuda_context_bytes + communicators * oh.nccl_bytes_per_communicator
+
+
 def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
             notes: list[Note], kv: float, trainable: int) -> MemoryEstimate:
-    rounded = {name: {k: _round(v) for k, v in parts.items()} for name, parts in phases.items()}
-    totals = {name: sum(parts.values()) + _round(kv) for name, parts in rounded.items()}
-    peak_phase = max(totals, key=lambda k: totals[k])
+    rounded, totals, peak_phase, peak, reserved, device = _levels(phases, kv, oh, gpus, lay, training)
     parts = rounded[peak_phase]
     bd = MemoryBreakdown(
         weights_bytes=parts["weights"], gradients_bytes=parts["gradients"], optimizer_bytes=parts["optimizer"],
         activations_bytes=parts["activations"], kv_cache_bytes=_round(kv), other_bytes=parts["other"],
     )
-    peak = bd.total
-    frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
-    rnd = oh.allocator_rounding_bytes
-    # the caching allocator's reserve grows with what is allocated and freed in many sizes within a step
-    # (activations, temporaries); weights, optimizer states, a preallocated KV cache and gradients (the same
-    # sizes every step, so their blocks are reused) are not what fragments it
-    churn = bd.activations_bytes + bd.other_bytes
-    # cuBLAS's workspace comes from the caching allocator too (measured on an H200: benchmarks/device/)
-    reserved = int(math.ceil((peak + frac * churn + oh.cublas_workspace_bytes) / rnd) * rnd)
-    communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
-    device = reserved + oh.cuda_context_bytes + communicators * oh.nccl_bytes_per_communicator
     names = {"weights_bytes": "weights", "gradients_bytes": "gradients", "optimizer_bytes": "optimizer states",
              "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries"}
     dump = bd.model_dump()
@@ -423,7 +496,8 @@ def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: 
     phase_name = "backward" if peak_phase.startswith("backward") else peak_phase
     return MemoryEstimate(
         breakdown=bd, peak_phase=phase_name, phase_peaks_bytes=totals,
-        trainable_parameters=trainable, peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device, dominant=dominant, gpus=gpus,
+        trainable_parameters=trainable, peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device,
+        dominant=dominant, gpus=gpus,
         layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "dp": max(gpus // (lay.tp * lay.pp), 1),
                 "offload": lay.offload},
         notes=notes,

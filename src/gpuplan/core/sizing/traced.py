@@ -15,12 +15,12 @@ split it.
 
 from __future__ import annotations
 
-from gpuplan.core.sizing.speed import _base_efficiency, link_gbs, peak_flops
+from gpuplan.core.sizing.rates import _base_efficiency, link_gbs, peak_flops
 from gpuplan.schema.estimate import Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import SpeedModel
-from gpuplan.trace.custom import CustomTraceResult
+from gpuplan.schema.trace import CustomTraceResult
 
 GB = 1e9
 

@@ -1,0 +1,101 @@
+"""The plan, as one pure function: a project, its resolved model (or its trace) and the loaded bundle of catalogs,
+prices and assumptions in; the ranked candidates with their servers and deployment costs, what was rejected and
+why, the decision checklist and the answers to the usual questions out. The guide's steps, in order:
+size the need (core/sizing), search and rank the servers (core/search, core/server), compare the deployments
+(core/cost), answer the checklist (core/checklist.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from gpuplan.core.checklist import build_checklist, build_faq
+from gpuplan.core.cost.deployments import median_rent, with_deployments
+from gpuplan.core.search.explore import SearchInputs, memory_headroom, search
+from gpuplan.core.search.traced import search_traced
+from gpuplan.core.server.builder import build_server
+from gpuplan.core.sizing.project import grow_arch
+from gpuplan.errors import InfeasibleError
+from gpuplan.schema.bundle import Bundle
+from gpuplan.schema.estimate import Note
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.plan import PlanResult, Rejected
+from gpuplan.schema.project import Objective, Project
+from gpuplan.schema.trace import CustomTraceResult
+
+#: the rejection codes the binding constraint groups, in the order it reports them
+BINDING_ORDER = ("over-budget", "deadline", "latency", "no-fit-after-growth", "no-fit")
+
+
+def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, traced: CustomTraceResult | None = None,
+         objective: Objective | None = None, top: int | None = None,
+         clock: Callable[[], float] = lambda: 0.0) -> PlanResult:
+    """The servers to get for `project` (its model as `arch`, or as `traced`): candidates that fit (with headroom
+    and planned growth) and meet the deadline and budget, ranked by the objective, with the decision checklist
+    answered. Raises InfeasibleError naming the binding constraint and the gap when nothing qualifies.
+    `clock` (seconds) times the search for stats.search_seconds."""
+    obj = objective or project.goals.objective
+    catalog = bundle.catalog
+    currency = project.goals.budget.currency if project.goals.budget else "USD"
+    inp = SearchInputs(
+        project=project, arch=arch,  # type: ignore[arg-type]
+        grown_arch=grow_arch(arch, project.growth.model_scale) if arch is not None else None,  # type: ignore[arg-type]
+        catalog=catalog, speed=bundle.speed, table=bundle.table, overheads=bundle.overheads,
+        build_server=partial(build_server, catalog=catalog, rules=bundle.rules), usd_to_budget=bundle.fx[currency],
+        # the server builder prices the cluster network into each server
+        rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),
+        clock=clock,
+    )
+    if traced is not None:
+        out = search_traced(inp, traced, obj)
+        shown = out.candidates[:top] if top else out.candidates
+    else:
+        out = search(inp, obj, growth_top=top, top=top)
+        shown = out.candidates
+    if not out.ranked:
+        raise InfeasibleError(binding_constraint(out.rejected))
+    shown = with_deployments(project, shown, bundle.prices, bundle.fx, currency, bundle.today)
+    rec = shown[0]
+    checklist = build_checklist(project, rec, catalog)
+    faq = build_faq(project, rec, out.ranked, out.rejected, catalog, bundle.host_support, bundle.platform_needs)
+    notes = list(inp.notes)
+    for kind in ("gpu", "cpu", "platform", "drive", "nic"):
+        for rid in catalog.table(kind).overridden():
+            notes.append(Note(code="catalog-user-row", message=f"{kind} {rid}: your row replaces the built-in"))
+    return PlanResult(project=project.name, objective=obj, recommendation=rec, candidates=shown,
+                      rejected=out.rejected, checklist=checklist, faq=faq, stats=out.stats, notes=notes,
+                      headroom=memory_headroom(project), growth_view=out.growth_view)
+
+
+def binding_constraint(rejected: list[Rejected]) -> str:
+    """One sentence: what binds, by how much, and what could be changed."""
+    kinds: dict[str, list[Rejected]] = {code: [] for code in BINDING_ORDER}
+    for r in rejected:
+        if r.code in kinds:
+            kinds[r.code].append(r)
+    if kinds["over-budget"]:
+        r = kinds["over-budget"][0]
+        return f"nothing fits the budget: the cheapest server that works, {r.servers} x {r.gpus_per_server} x " \
+               f"{r.gpu_id}, is {r.reason}; options: raise goals.budget, use LoRA/QLoRA, or a smaller model"
+    if kinds["deadline"]:
+        r = min(kinds["deadline"], key=lambda x: x.reason)
+        return f"nothing meets the deadline: {r.servers} x {r.gpus_per_server} x {r.gpu_id} {r.reason}; options: " \
+               "more GPUs (constraints.max_servers), fewer tokens, or a later goals.deadline_days"
+    if kinds["latency"]:
+        r = kinds["latency"][0]
+        return f"nothing meets workload.target_latency_s: {r.gpu_id} {r.reason}; options: fewer output tokens, " \
+               "a smaller model or fp8 weights"
+    if kinds["no-fit-after-growth"]:
+        r = kinds["no-fit-after-growth"][0]
+        return f"nothing fits after the planned growth: {r.gpu_id} x{r.gpus_per_server}: {r.reason}; options: " \
+               "lower growth.*, more GPUs, or plan to replace the servers when the model grows"
+    if kinds["no-fit"]:
+        best = kinds["no-fit"][0]
+        return f"no allowed GPU holds the job: {best.gpu_id} {best.reason}; options: ZeRO-3 over more GPUs, " \
+               "gradient checkpointing, QLoRA, a shorter sequence, or a larger GPU (constraints.gpus)"
+    if rejected:
+        return f"no candidate: {rejected[0].gpu_id}: {rejected[0].reason}"
+    return "no GPU is allowed by the constraints (constraints.gpus, exclude_gpus, datacenter_only)"
+
+
+__all__ = ["BINDING_ORDER", "binding_constraint", "plan"]

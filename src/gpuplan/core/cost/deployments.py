@@ -1,0 +1,86 @@
+"""Each shown candidate's ways to get it (buy and host on-premises, rent managed dedicated servers, cloud GPUs),
+priced over the horizon from the price book (core/cost/tco.py), and the reference rent the search ranks with.
+Pure: the date prices are judged stale against is passed in."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import statistics
+
+from gpuplan.core.cost.tco import Config as TcoConfig
+from gpuplan.core.cost.tco import Assumptions, Usage, choose, compare, resolve_assumptions
+from gpuplan.schema.plan import Candidate
+from gpuplan.schema.prices import PriceBook
+from gpuplan.schema.project import Project
+from gpuplan.units import HOURS_PER_MONTH
+
+#: a price older than this many days is flagged in the report
+STALE_DAYS = 183
+#: the deployment settings a project may set to replace the assumptions of data/tco.toml
+OVERRIDES = ("pue", "electricity_per_kwh", "utilization", "depreciation_years", "residual_value_fraction",
+             "staff_fte_per_server", "staff_cost_per_fte_year", "colocation_per_kw_month", "support_fraction_per_year")
+
+
+def is_stale(as_of: datetime.date, today: datetime.date) -> bool:
+    return (today - as_of).days > STALE_DAYS
+
+
+def median_rent(book: PriceBook, fx: dict[str, float]) -> dict[str, float]:
+    """Median on-demand cloud price per GPU-hour (USD) by GPU: what renting the GPUs for a run costs."""
+    rows: dict[str, list[float]] = {}
+    for p in book.cloud:
+        if p.kind == "on-demand":
+            rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour / fx[p.currency])
+    return {gid: statistics.median(v) for gid, v in rows.items()}
+
+
+def _assumptions(proj: Project, book: PriceBook, fx: dict[str, float], currency: str) -> Assumptions:
+    dep = proj.deployment
+    production = proj.goals.purpose == "production"
+    data = {k: (a.value, f"{a.source}, {a.as_of}") for k, a in book.assumptions.items()}
+    overrides = {k: getattr(dep, k) for k in OVERRIDES}
+    if currency == "EUR" and overrides["electricity_per_kwh"] is None and "electricity_eur_per_kwh" in book.assumptions:
+        eur = book.assumptions["electricity_eur_per_kwh"]  # a European budget pays European power prices
+        data["electricity_usd_per_kwh"] = (eur.value / fx["EUR"], f"{eur.source}, {eur.as_of}")
+    return resolve_assumptions(overrides, data, fx[currency], production)
+
+
+def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx: dict[str, float], currency: str,
+                     today: datetime.date) -> list[Candidate]:
+    """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen."""
+    dep = proj.deployment
+    production = proj.goals.purpose == "production"
+    assumptions = _assumptions(proj, book, fx, currency)
+    horizon = proj.growth.horizon_months
+    serving = proj.workload.task == "inference"
+    fx_note = f"amounts in {currency}: 1 USD = {fx[currency]:g} {currency} (data/fx.toml)"
+    out = []
+    runs = max(1, math.ceil(proj.growth.data_scale))
+    for c in cands:
+        util = assumptions.get("utilization")
+        wall = c.time.wall_hours if c.time is not None else None
+        if not serving and wall and dep.utilization is None:
+            # training: the planned run, repeated as the data grows (growth.data_scale), over the horizon
+            util = min(1.0, runs * wall / (horizon * HOURS_PER_MONTH))
+        use = Usage(horizon_months=horizon, production=production, serving=serving,
+                    utilization=util,
+                    run_hours=c.time.wall_hours if c.time is not None else None,
+                    tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
+                    storage_bytes=c.storage_need_bytes)
+        cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
+                        price=None if c.price_usd is None else c.price_usd * fx[currency], power_w=c.server.power_w)
+        deps = compare(cfg, use, book.cloud, book.hosting, assumptions, fx, currency, list(dep.options))
+        old = [p for p in book.cloud if p.gpu_id == c.gpu_id and is_stale(p.as_of, today)]
+        old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and is_stale(h.as_of, today)]
+        if old or old_h:
+            deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
+                sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})
+                if d.option in ("cloud", "managed") else d for d in deps]
+        if currency != "USD":
+            deps = [d.model_copy(update={"assumptions": [*d.assumptions, fx_note]}) for d in deps]
+        out.append(c.model_copy(update={"deployments": deps, "deployment": choose(deps, use)}))
+    return out
+
+
+__all__ = ["OVERRIDES", "STALE_DAYS", "is_stale", "median_rent", "with_deployments"]

@@ -1,0 +1,173 @@
+"""One candidate of the search: a GPU type in a server shape with its best layout. `pick` builds the server around
+it, prices it and checks the deadline, latency and budget (a light record that ranking reads); `materialize`
+turns a kept pick into the full Candidate the plan shows (memory breakdown, speed with ranges, reasons). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpuplan.core.search.ranking import over_budget
+from gpuplan.core.search.shapes import Config
+from gpuplan.core.sizing.memory import estimate_memory, memory_out
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.speed import StepTime, StepWork, tokens_per_sample, training_speed_result
+from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.plan import Candidate, CandidateLayout, Rejected, ServerNeeds, ServerSpec
+from gpuplan.schema.project import Project
+from gpuplan.schema.speed import SpeedModel, SpeedResult
+from gpuplan.units import GIB, HOURS_PER_MONTH
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every candidate of one search shares."""
+
+    project: Project
+    arch: ModelArch
+    params: ParamCount
+    trainable: int
+    speed: SpeedModel
+    table: ActivationTable
+    overheads: Overheads
+    build_server: Callable[[ServerNeeds], tuple[ServerSpec | None, str | None]]
+    usd_to_budget: float
+    rent_per_gpu_hour: dict[str, float]
+    checkpoints_kept: int
+    training: bool
+    total_tokens: float | None
+    deadline_h: float | None
+    dataset_bytes: float
+
+
+@dataclass(eq=False, slots=True)
+class Pick:
+    """A kept candidate before its full result is built: what ranking, the growth view and the FAQ read."""
+
+    gpu: Gpu
+    gpus_per_server: int
+    servers: int
+    config: Config
+    #: training: the timed step (work and time); inference: the speed result
+    work: StepWork | None
+    step: StepTime | None
+    inference: SpeedResult | None
+    grown_device_bytes: int
+    cap: int
+    usable: int
+    server: ServerSpec
+    price_usd: float | None
+    rent_usd: float | None
+    cost_usd: float | None
+    cost_basis: str | None
+    time_hours: float | None
+    request_latency_s: float | None
+    checkpoint_bytes: float
+
+    @property
+    def gpu_id(self) -> str:
+        return self.gpu.id
+
+
+def _reject(rejected: list[Rejected], gpu: Gpu, ps: int, servers: int, code: str, reason: str) -> None:
+    rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code,  # type: ignore[arg-type]
+                             reason=reason))
+
+
+def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWork | None, step: StepTime | None,
+         inference: SpeedResult | None, metric: float, grown: int, cap: int, usable: int,
+         rejected: list[Rejected]) -> Pick | None:
+    """The candidate `c` on `servers` x `ps` x `gpu`, or None (with the reason in `rejected`) when no server takes
+    it or it misses the deadline, the latency target or the budget."""
+    proj, p = ctx.project, ctx.params
+    training = ctx.training
+    weights_b = p.total * 2
+    ckpt_b = weights_b + (p.total * 12 if proj.workload.task in ("pretrain", "full-finetune") else ctx.trainable * 12)
+    read_rate = 0.0
+    if training and step is not None:
+        # bytes per token on disk: pre-tokenized text about 4 bytes (2 for uint16 ids); images their encoded size
+        d = proj.data
+        per_sample = ctx.dataset_bytes / d.samples if d.samples and ctx.dataset_bytes else 0.0
+        tok = tokens_per_sample(ctx.arch, c.base)
+        read_rate = (step.tokens_per_s / servers) * (per_sample / tok if per_sample else 4.0)
+    needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=proj.data.modality,
+                        purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
+                        weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
+                        tensor_parallel=c.layout.tp, multi_node=servers > 1 and training)
+    spec, why = ctx.build_server(needs)
+    if spec is None:
+        _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
+        return None
+    price = None if spec.price_usd is None else spec.price_usd * servers  # each server carries its network share
+    rate = ctx.rent_per_gpu_hour.get(gpu.id)
+    horizon = proj.growth.horizon_months
+    rent = None
+    if rate is not None:
+        if training and step is not None and step.gpu_hours is not None:
+            rent = step.gpu_hours * rate
+        elif not training:
+            rent = c.n * rate * HOURS_PER_MONTH * horizon
+    options = [(v, k) for v, k in ((price, "buy"), (rent, "rent")) if v is not None]
+    cost, basis = min(options) if options else (None, None)
+    time_h = latency = None
+    if training:
+        time_h = metric
+        if ctx.deadline_h is not None and step is not None and step.wall is not None and metric > ctx.deadline_h:
+            _reject(rejected, gpu, ps, servers, "deadline", f"misses the deadline: {metric / 24:,.1f} days against "
+                    f"{ctx.deadline_h / 24:g}")
+            return None
+    else:
+        latency = metric
+        target = proj.workload.target_latency_s
+        if target and metric > target:
+            _reject(rejected, gpu, ps, servers, "latency", f"misses the latency target: {metric:,.1f} s per request "
+                    f"against {target:g} s")
+            return None
+    why = over_budget(cost, basis, proj.goals.budget, horizon, ctx.usd_to_budget, training)
+    if why is not None:
+        _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why)
+        return None
+    return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
+                grown_device_bytes=grown, cap=cap, usable=usable, server=spec, price_usd=price, rent_usd=rent,
+                cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency, checkpoint_bytes=ckpt_b)
+
+
+def materialize(ctx: Context, k: Pick, score: float, pareto: bool) -> Candidate:
+    """The full Candidate of a kept pick: its memory breakdown, its speed with ranges, and the reasons."""
+    c, gpu = k.config, k.gpu
+    lay, w = c.layout, c.workload
+    mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads)
+    time = None
+    if ctx.training:
+        assert k.work is not None and k.step is not None
+        time = training_speed_result(k.work, k.step, gpu, ctx.speed, ctx.total_tokens).time
+        layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, dp=c.n // (lay.tp * lay.pp),
+                                 gradient_checkpointing=w.gradient_checkpointing, micro_batch_size=w.micro_batch_size,
+                                 global_batch_size=w.global_batch_size or 0)
+    else:
+        layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, replicas=c.n // lay.tp,
+                                 batch_per_replica=w.batch_size)
+    reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
+               f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
+    if ctx.speed.generations[gpu.generation].basis == "prior":
+        reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
+                       "the range")
+    price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
+    if cost is not None:
+        reasons.append(f"cost {'to buy' if basis == 'buy' else 'to rent'}: ${cost:,.0f}"
+                       + (f" (buying: ${price:,.0f})" if basis == "rent" and price is not None else "")
+                       + (f" (renting: ${rent:,.0f})" if basis == "buy" and rent is not None else ""))
+    return Candidate(
+        gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
+        memory=memory_out(mem, k.cap), time=time, inference=k.inference.inference if k.inference else None,
+        server=k.server, fits=mem.device_bytes <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
+        grown_device_bytes=k.grown_device_bytes,
+        storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
+        price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis,  # type: ignore[arg-type]
+        time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=score, pareto=pareto, reasons=reasons,
+    )
+
+
+__all__ = ["Context", "Pick", "materialize", "pick"]

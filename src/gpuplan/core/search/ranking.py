@@ -1,0 +1,123 @@
+"""Ranking the search's candidates by the objective, the Pareto front of cost against time, and the budget
+check. Pure; the ranking takes anything with the attributes a candidate has (`Ranked`), so the search ranks its
+light records before building full results for the candidates it shows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from gpuplan.schema.project import Budget
+
+#: costs (objective cost) or times (objective time) within this ratio count as the same: the estimates are
+#: not finer than that (docs/accuracy.md: median errors of 10-15% for time)
+SAME = 1.1
+#: with a budget, costs closer than this fraction of it count as the same too: a difference under 1% of what
+#: the team can spend does not decide the purchase, the simpler machine does
+SAME_BUDGET_FRACTION = 0.01
+
+
+class Ranked(Protocol):
+    """What ranking reads of a candidate."""
+
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def time_hours(self) -> float | None: ...
+    @property
+    def request_latency_s(self) -> float | None: ...
+    @property
+    def gpus_per_server(self) -> int: ...
+    @property
+    def servers(self) -> int: ...
+
+
+T = TypeVar("T", bound=Ranked)
+
+
+def budget_limit(budget: Budget, horizon: int) -> float:
+    """What goals.budget allows in all, in its currency: the amount, or the monthly amount over the horizon."""
+    return budget.amount if budget.period == "total" else budget.amount * horizon
+
+
+def over_budget(cost: float | None, basis: str | None, budget: Budget | None, horizon: int, usd_to_budget: float,
+                training: bool) -> str | None:
+    """Why a candidate's cost (USD, the cheaper of buying and renting) breaks goals.budget; None when it does not
+    (or there is no budget)."""
+    if budget is None:
+        return None
+    if cost is None:
+        return "no purchase or rental price in the catalog to check against goals.budget (add one with --catalog)"
+    local = cost * usd_to_budget
+    limit = budget_limit(budget, horizon)
+    if local <= limit:
+        return None
+    what = "to buy" if basis == "buy" else ("to rent for the run" if training else f"to rent for {horizon} months")
+    return (f"over budget: {local:,.0f} {budget.currency} {what} (the cheaper of buying and renting), budget "
+            f"{limit:,.0f} {budget.currency}"
+            + (f" ({budget.amount:,.0f}/month x {horizon} months)" if budget.period == "monthly" else ""))
+
+
+def same_cost_usd(budget: Budget | None, horizon: int, usd_to_budget: float) -> float:
+    """The cost difference (USD) under which the cost objective counts two candidates as equally cheap."""
+    if budget is None:
+        return 0.0
+    return SAME_BUDGET_FRACTION * budget_limit(budget, horizon) / usd_to_budget
+
+
+def _time(c: Ranked) -> float:
+    return c.time_hours if c.time_hours is not None else (c.request_latency_s or math.inf)
+
+
+def pareto_front(costs: Sequence[float], times: Sequence[float]) -> list[bool]:
+    """Which points no other point dominates (no dearer and no slower, and better in one): O(n log n)."""
+    order = sorted(range(len(costs)), key=lambda i: (costs[i], times[i]))
+    out = [False] * len(costs)
+    best_before: float | None = None  # the fastest time among strictly cheaper points
+    k = 0
+    while k < len(order):
+        j = k
+        while j < len(order) and costs[order[j]] == costs[order[k]]:
+            j += 1
+        fastest_here = times[order[k]]  # equal costs: sorted by time
+        for i in order[k:j]:
+            out[i] = not ((best_before is not None and best_before <= times[i]) or fastest_here < times[i])
+        best_before = fastest_here if best_before is None else min(best_before, fastest_here)
+        k = j
+    return out
+
+
+def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0) -> list[tuple[T, float, bool]]:
+    """(candidate, score, on the Pareto front), best first. Score (lower is better) by the objective. Cost is the
+    cheaper of buying and renting; a candidate without any price ranks after the priced ones. `same_cost` (USD):
+    costs that much above the cheapest still count as the cheapest (same_cost_usd)."""
+    if not cands:
+        return []
+    priced = [c.cost_usd for c in cands if c.cost_usd is not None]
+    p_min = min(priced) if priced else 1.0
+    t_min = min(_time(c) for c in cands) or 1e-9
+    front = pareto_front([c.cost_usd or math.inf for c in cands], [_time(c) for c in cands])
+    out = []
+    for c, on_front in zip(cands, front):
+        price = c.cost_usd if c.cost_usd is not None else math.inf
+        t = _time(c)
+        if objective == "cost":
+            # costs within 10% (or same_cost) are the same cost: then fewer GPUs (a simpler machine), then time
+            base = p_min + same_cost
+            bucket = math.floor(math.log(max(price, base) / base) / math.log(SAME)) if math.isfinite(price) else 10**6
+            n = c.gpus_per_server * c.servers
+            score = bucket + 1e-2 * math.log2(n) + 1e-4 * t / t_min
+        elif objective == "time":
+            # times within 10% are the same time: then the cheaper (a faster candidate that costs more is
+            # still listed, and on the Pareto front)
+            bucket = math.floor(math.log(t / t_min) / math.log(SAME)) if math.isfinite(t) else 10**6
+            score = bucket + (0.5 * (1 - p_min / price) if math.isfinite(price) else 0.5)
+        else:  # balanced: geometric mean of the two ratios
+            score = math.sqrt((price / p_min) * (t / t_min)) if math.isfinite(price) else math.inf
+        out.append((c, score, on_front))
+    return sorted(out, key=lambda r: (r[1], r[0].cost_usd if r[0].cost_usd is not None else math.inf, _time(r[0])))
+
+
+__all__ = ["SAME", "SAME_BUDGET_FRACTION", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank",
+           "same_cost_usd"]

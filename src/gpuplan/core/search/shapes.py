@@ -1,0 +1,180 @@
+"""The search space of `gpuplan plan`: which GPUs are allowed, how many fit a server, and every way to lay a
+workload out on n GPUs (tensor and pipeline parallel inside a server, ZeRO stage, recomputation, micro-batch),
+each with its peak memory per GPU. Pure.
+
+Memory does not depend on the GPU type, only its capacity does, so each configuration is estimated once per GPU
+count and compared with every GPU. What does not change with the micro-batch (weights, optimizer states, the
+per-token activation coefficients) is computed once per layout (`TrainingTerms`); each micro-batch then costs a
+few multiplications, and no result objects are built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.schema.catalog import Catalog
+from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.plan import Rejected
+from gpuplan.schema.project import Layout, Project, Workload
+
+SERVER_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+PER_SERVER = (1, 2, 4, 8)
+
+
+@dataclass(eq=False, slots=True)
+class Config:
+    """A way to run the workload on n GPUs (GPU-type independent). `batch` is the micro-batch (training) or the
+    concurrent requests per replica (inference); the trial workload is built only when asked for."""
+
+    n: int
+    layout: Layout
+    base: Workload
+    gradient_checkpointing: bool
+    batch: int
+    #: training: sequences per optimizer step on this layout
+    global_batch: int
+    device_bytes: int
+    #: the TrainingTerms the memory came from (training), reused for the grown model's lookups
+    terms: TrainingTerms | None = None
+    _workload: Workload | None = field(default=None, repr=False)
+
+    @property
+    def training(self) -> bool:
+        return self.base.task != "inference"
+
+    @property
+    def workload(self) -> Workload:
+        if self._workload is None:
+            if self.training:
+                self._workload = self.base.model_copy(update={
+                    "micro_batch_size": self.batch, "global_batch_size": self.global_batch,
+                    "gradient_checkpointing": self.gradient_checkpointing})
+            else:
+                self._workload = self.base.model_copy(update={"batch_size": self.batch})
+        return self._workload
+
+    @property
+    def key(self) -> tuple[int, int, int, int, str, bool, int]:
+        lay = self.layout
+        return (self.n, lay.zero, lay.tp, lay.pp, lay.offload, self.gradient_checkpointing, self.batch)
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches per optimizer step (gradient accumulation)."""
+        dp = self.n // (self.layout.tp * self.layout.pp)
+        return max(self.global_batch // (self.batch * dp), 1)
+
+
+def pow2_upto(n: int) -> list[int]:
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int, gbs: int,
+                     table: ActivationTable, oh: Overheads) -> list[Config]:
+    """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch."""
+    out: list[Config] = []
+    layers = arch.num_layers + arch.num_decoder_layers
+    by_ckpt = {ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)}
+    for tp in pow2_upto(min(per_server, 8)):
+        if arch.kind in ("cnn",) and tp > 1:
+            continue
+        if tp > 1 and arch.num_heads % tp:
+            continue
+        for pp in pow2_upto(min(8, n // tp)):
+            if pp > 1 and (layers < 2 * pp or arch.kind != "decoder"):
+                continue
+            if n % (tp * pp):
+                continue
+            dp = n // (tp * pp)
+            if dp > gbs:
+                continue
+            share = gbs // dp
+            for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
+                lay = Layout(zero=zero, tp=tp, pp=pp)
+                for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
+                    terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table)
+                    for mbs in pow2_upto(min(share, 64)):
+                        if share % mbs:
+                            continue
+                        g = mbs * dp * (share // mbs)
+                        out.append(Config(n=n, layout=lay, base=w, gradient_checkpointing=ckpt, batch=mbs,
+                                          global_batch=g, device_bytes=terms.device_bytes(mbs, share // mbs, oh),
+                                          terms=terms))
+    return out
+
+
+def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int,
+                      table: ActivationTable, oh: Overheads) -> list[Config]:
+    out: list[Config] = []
+    for tp in pow2_upto(min(per_server, 8)):
+        if n % tp or (tp > 1 and arch.num_heads % tp):
+            continue
+        replicas = n // tp
+        batch = max(math.ceil(w.batch_size / replicas), 1)
+        lay = Layout(tp=tp)
+        c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
+                   global_batch=0, device_bytes=0)
+        c.device_bytes = estimate_memory(arch, p, c.workload, lay, tp, table, oh).device_bytes
+        out.append(c)
+    return out
+
+
+def proxy(c: Config) -> tuple[bool, int, int, int]:
+    """Order to time layouts in: no recomputation, little model parallelism, low ZeRO, big micro-batches."""
+    lay = c.layout
+    return (c.gradient_checkpointing, lay.tp * lay.pp, lay.zero, -(c.batch if c.training else c.base.micro_batch_size))
+
+
+def max_gpus_per_server(gpu: Gpu, catalog: Catalog) -> int:
+    best = 0
+    for pl in catalog.platforms.rows.values():
+        if gpu.form_factor not in pl.gpu_form_factors or gpu.tdp_w > pl.gpu_max_tdp_w:
+            continue
+        if pl.compatible_gpu_ids and gpu.id not in pl.compatible_gpu_ids:
+            continue
+        if gpu.slot_width and pl.gpu_max_slot_width and gpu.slot_width > pl.gpu_max_slot_width:
+            continue
+        best = max(best, pl.gpu_slots)
+    return best
+
+
+def allowed_gpus(project: Project, catalog: Catalog, rejected: list[Rejected]) -> list[Gpu]:
+    """The GPU types the constraints allow, in catalog order; the ones they exclude for a reason are `rejected`."""
+    cons = project.constraints
+    table = catalog.gpus
+    rows: Iterable[Gpu]
+    if cons.gpus:
+        rows = [table.find(name, ["constraints", "gpus", i]) for i, name in enumerate(cons.gpus)]
+    else:
+        rows = table.rows.values()
+    excluded = {table.find(name, ["constraints", "exclude_gpus", i]).id for i, name in enumerate(cons.exclude_gpus)}
+    out = []
+    production = project.goals.purpose == "production"
+    for g in rows:
+        if g.id in excluded:
+            continue
+        if cons.datacenter_only and g.market_class != "datacenter":
+            rejected.append(Rejected(gpu_id=g.id, gpus_per_server=0, servers=0, code="datacenter-only",
+                                     reason=f"{g.market_class} card: constraints.datacenter_only"))
+            continue
+        if production and g.market_class == "consumer":
+            rejected.append(Rejected(gpu_id=g.id, gpus_per_server=0, servers=0, code="consumer-in-production",
+                                     reason="consumer card in production: the GeForce driver licence excludes "
+                                            "datacenter deployment, no ECC, no 24/7 support"))
+            continue
+        out.append(g)
+    return out
+
+
+__all__ = ["PER_SERVER", "SERVER_COUNTS", "Config", "allowed_gpus", "inference_configs", "max_gpus_per_server",
+           "pow2_upto", "proxy", "training_configs"]
