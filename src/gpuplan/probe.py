@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, V
 
 from gpuplan.catalog.hardware import Catalog, builtin_catalog
 from gpuplan.catalog.loader import read_structured, translate_validation_error
-from gpuplan.core.audit.checks import Disk, MachineGpu, MachineSpec, match_gpu
+from gpuplan.core.audit.machine import Disk, MachineGpu, MachineSpec, match_gpu
 from gpuplan.errors import InputError, UnknownNameError
 from gpuplan.units import GIB, MIB
 

@@ -9,7 +9,7 @@ import html
 from gpuplan.report import figures
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
-from gpuplan.report.plan import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
+from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
@@ -29,7 +29,7 @@ def _layout(c: Candidate, lang: str) -> str:
 
 
 def _price(c: Candidate, nf: Numbers) -> str:
-    """The purchase price, as report/plan.py's price_text writes it in English."""
+    """The purchase price, as report/common.py's price_text writes it in English."""
     return "-" if c.price_usd is None else nf.usd(c.price_usd)
 
 
@@ -90,7 +90,7 @@ def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
 
 
 def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
-    """GPUs with no candidate, each with the reason of its largest shape tried (as report/plan.py)."""
+    """GPUs with no candidate, each with the reason of its largest shape tried (report/common.py)."""
     lines = []
     for r in unchosen_gpus(result):
         shape = ""

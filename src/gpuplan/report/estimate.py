@@ -8,8 +8,9 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
+from gpuplan.core.layout_text import layout_items_text
 from gpuplan.schema.result import EstimateResult
-from gpuplan.units import GIB
+from gpuplan.units import fmt_gib, fmt_hours
 
 PARTS = [
     ("weights_bytes", "weights"),
@@ -25,10 +26,6 @@ def render_json(result: EstimateResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=False)
 
 
-def _gib(n: int) -> str:
-    return f"{n / GIB:,.2f} GiB"
-
-
 def render_text(result: EstimateResult, console: Console) -> None:
     m, mem, hw = result.model, result.memory, result.hardware
     w = result.workload
@@ -38,7 +35,7 @@ def render_text(result: EstimateResult, console: Console) -> None:
                                                 if k in ("precision", "optimizer", "micro_batch_size",
                                                          "sequence_length", "batch_size", "context_length",
                                                          "weights_dtype", "gradient_checkpointing")) + "\n"
-            f"{hw.gpus} × {hw.gpu or 'GPU'}; layout " + ", ".join(f"{k}={v}" for k, v in hw.layout.items()))
+            f"{hw.gpus} × {hw.gpu or 'GPU'}; layout {layout_items_text(hw.layout)}")
     table = Table(title=f"Peak memory per GPU (at the {mem.peak_phase} phase)", show_lines=False)
     table.add_column("part")
     table.add_column("memory", justify="right")
@@ -46,16 +43,17 @@ def render_text(result: EstimateResult, console: Console) -> None:
     for key, label in PARTS:
         value = getattr(mem, key)
         if value:
-            table.add_row(label, _gib(value), f"{100 * value / mem.peak_tensor_bytes:.0f}%")
+            table.add_row(label, fmt_gib(value, 2), f"{100 * value / mem.peak_tensor_bytes:.0f}%")
     table.add_section()
-    table.add_row("[bold]tensor peak[/bold] (torch max_memory_allocated)", _gib(mem.peak_tensor_bytes), "")
-    table.add_row("allocator reserve (max_memory_reserved)", _gib(mem.reserved_bytes), "")
-    table.add_row("[bold]device total[/bold] (nvidia-smi: + CUDA context, cuBLAS, NCCL)", _gib(mem.device_bytes), "")
+    table.add_row("[bold]tensor peak[/bold] (torch max_memory_allocated)", fmt_gib(mem.peak_tensor_bytes, 2), "")
+    table.add_row("allocator reserve (max_memory_reserved)", fmt_gib(mem.reserved_bytes, 2), "")
+    table.add_row("[bold]device total[/bold] (nvidia-smi: + CUDA context, cuBLAS, NCCL)",
+                  fmt_gib(mem.device_bytes, 2), "")
     lines = [f"Largest part: {mem.dominant}."]
     if mem.fits is not None and hw.gpu_memory_bytes is not None:
         verdict = "[green]fits[/green]" if mem.fits else "[red]does not fit[/red]"
-        lines.append(f"{hw.gpu}: {_gib(hw.gpu_memory_bytes)} per GPU → {verdict} "
-                     f"(headroom {_gib(mem.headroom_bytes or 0)}).")
+        lines.append(f"{hw.gpu}: {fmt_gib(hw.gpu_memory_bytes, 2)} per GPU → {verdict} "
+                     f"(headroom {fmt_gib(mem.headroom_bytes or 0, 2)}).")
     lines += _speed_lines(result)
     for note in result.notes:
         lines.append(("[yellow]! [/yellow]" if note.severity == "warning" else "· ") + note.message)
@@ -68,14 +66,6 @@ def _fmt(v: float, unit: str = "") -> str:
     if v >= 10:
         return f"{v:,.1f}{unit}"
     return f"{v:,.3g}{unit}"
-
-
-def _duration(hours: float) -> str:
-    if hours < 1:
-        return f"{hours * 60:,.0f} min"
-    if hours < 48:
-        return f"{hours:,.1f} h"
-    return f"{hours / 24:,.1f} days"
 
 
 def _speed_lines(result: EstimateResult) -> list[str]:
@@ -93,8 +83,8 @@ def _speed_lines(result: EstimateResult) -> list[str]:
         if t.wall_hours is not None and t.wall_hours_range and t.gpu_hours is not None and t.gpu_hours_range:
             wl, wh = t.wall_hours_range
             gl, gh = t.gpu_hours_range
-            out.append(f"Run of {t.tokens:.3g} tokens: {_duration(t.wall_hours)} wall (range {_duration(wl)}–"
-                       f"{_duration(wh)}), {_fmt(t.gpu_hours)} GPU-hours ({_fmt(gl)}–{_fmt(gh)}).")
+            out.append(f"Run of {t.tokens:.3g} tokens: {fmt_hours(t.wall_hours)} wall (range {fmt_hours(wl)}–"
+                       f"{fmt_hours(wh)}), {_fmt(t.gpu_hours)} GPU-hours ({_fmt(gl)}–{_fmt(gh)}).")
         parts = sorted(t.step_breakdown_s.items(), key=lambda kv: -kv[1])
         total = sum(v for _, v in parts) or 1.0
         out.append("Step time: " + ", ".join(f"{k.replace('_', ' ')} {100 * v / total:.0f}%" for k, v in parts if v > 0)

@@ -11,7 +11,7 @@ import re
 
 from gpuplan.report.i18n import t
 from gpuplan.report.numbers import Numbers, numbers
-from gpuplan.report.plan import is_chosen
+from gpuplan.report.common import is_chosen
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
@@ -19,10 +19,11 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", 
 
 
 def _vram_gib(c: Candidate) -> float | None:
-    """The GPU memory the plan compared the candidate with (its catalog row, built-in or the user's)."""
-    if c.memory.headroom_bytes is not None:
-        return (c.memory.device_bytes + c.memory.headroom_bytes) / GIB
-    return _gpu_vram_gib(c.gpu_id)
+    """The GPU memory the plan compared the candidate with (its catalog row, built-in or the user's); None when
+    the candidate was not compared with a GPU (every planned candidate is)."""
+    if c.memory.headroom_bytes is None:
+        return None
+    return (c.memory.device_bytes + c.memory.headroom_bytes) / GIB
 
 
 def _vram_marks(ax: object, ys: list[float], vrams: list[float | None], usable: list[float | None], half: float,
@@ -38,13 +39,6 @@ def _vram_marks(ax: object, ys: list[float], vrams: list[float | None], usable: 
             ax.plot([use, use], [y - half, y + half], color="black", linewidth=1.5,  # type: ignore[attr-defined]
                     linestyle="--", label=t("l_usable", lang) if first else None)
         first = False
-
-
-def _gpu_vram_gib(gpu_id: str) -> float | None:
-    from gpuplan.catalog.hardware import builtin_catalog
-
-    row = builtin_catalog().gpus.rows.get(gpu_id)
-    return None if row is None else float(row.memory_gib)
 
 
 def _label(c: Candidate) -> str:

@@ -57,7 +57,7 @@ class Numbers:
         return self.money(amount, "USD") if self.lang == "fr" else f"${amount:,.0f}"
 
     def localize(self, text: str) -> str:
-        """The numbers in a short text that report/plan.py's helpers wrote in English style ("1,234.5 h",
+        """The numbers in a short text that report/common.py's helpers wrote in English style ("1,234.5 h",
         "23.0 s/req"), written in this language's style. Only for those helpers' output, never for reasons."""
         if self.lang == "en":
             return text

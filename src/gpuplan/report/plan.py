@@ -1,4 +1,6 @@
-"""Render a PlanResult or a FitResult as rich text or JSON."""
+"""Render a PlanResult or a FitResult as rich text or JSON. The plan in a terminal is report/terminal.py's
+`render_text`; the short texts every rendering shares (time_text, price_text, layout_text, ...) live in
+report/common.py and are importable from here too."""
 
 from __future__ import annotations
 
@@ -8,76 +10,20 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
-from gpuplan.schema.plan import Candidate, Deployment, FitResult, PlanResult, Rejected
-from gpuplan.units import GIB
+from gpuplan.core.layout_text import layout_items_text
+from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, price_text, time_text, unchosen_gpus
+from gpuplan.report.terminal import render_text
+from gpuplan.schema.plan import FitResult, PlanResult
+from gpuplan.units import fmt_gib
+
 
 def render_json(result: PlanResult | FitResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
 
-def time_text(c: Candidate, day: str = "d", per_request: str = "s/req", per_billion: str = "/1B tok") -> str:
-    """A candidate's time: the run's wall time (per 1e9 tokens when the run has no length), or a request's.
-    The unit words are the report language's (English by default)."""
-    if c.time_hours is not None:
-        h = c.time_hours
-        txt = f"{h * 60:,.0f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} {day}")
-        if c.time is not None and c.time.wall_hours is None:
-            txt += f" {per_billion}"
-        return txt
-    if c.request_latency_s is not None:
-        return f"{c.request_latency_s:,.1f} {per_request}"
-    return "-"
-
-
-def price_text(c: Candidate) -> str:
-    return "-" if c.price_usd is None else f"${c.price_usd:,.0f}"
-
-
-def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:
-    lay = c.layout
-    if lay.serving:
-        return f"tp={lay.tp} x{lay.replicas} {replicas}, {batch} {lay.batch_per_replica}"
-    parts = [f"zero={lay.zero}"] + [f"{k}={v}" for k, v in (("tp", lay.tp), ("pp", lay.pp)) if v > 1]
-    if lay.micro_batch_size is not None:
-        parts.append(f"mb={lay.micro_batch_size}")
-    if lay.gradient_checkpointing:
-        parts.append("ckpt")
-    return " ".join(parts)
-
-
-def unchosen_gpus(result: PlanResult) -> list[Rejected]:
-    """GPUs with no candidate at all, each with the reason of its largest shape tried (the smaller ones usually
-    fail for a reason the larger one removes)."""
-    chosen = {c.gpu_id for c in result.candidates}
-    last: dict[str, Rejected] = {}
-    for r in result.rejected:
-        if r.gpu_id in chosen:
-            continue
-        prev = last.get(r.gpu_id)
-        if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
-            last[r.gpu_id] = r
-    return list(last.values())
-
-
-def is_chosen(c: Candidate, d: Deployment) -> bool:
-    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
-
-
-def chosen_deployment(c: Candidate) -> Deployment | None:
-    return next((d for d in c.deployments if is_chosen(c, d)), None)
-
-
-def render_text(result: PlanResult, console: Console, top: int = 8, details: bool = False) -> None:
-    """The plan in a terminal (report/terminal.py): a one-screen summary, everything else with `details`."""
-    from gpuplan.report.terminal import render_text as render_terminal
-
-    render_terminal(result, console, top=top, details=details)
-
-
 def render_fit_text(result: FitResult, console: Console) -> None:
     t = Table(title=f"{result.project}: on {result.gpus} x {result.gpu_id} "
-                    f"({result.usable_bytes / GIB:,.1f} GiB usable per GPU; layout "
-                    + ", ".join(f"{k}={v}" for k, v in result.layout.items()) + ")")
+                    f"({fmt_gib(result.usable_bytes)} usable per GPU; layout {layout_items_text(result.layout)})")
     for col in ("setting", "checkpointing", "largest that fits", "note"):
         t.add_column(col)
     for lim in result.limits:
@@ -117,3 +63,7 @@ def render_costs_text(result: PlanResult, console: Console, top: int = 1) -> Non
         if not c.deployments:
             lines.append("No price list covers this configuration: add quotes with --prices.")
         console.print(Panel(Group(*lines), title=f"gpuplan cost: {result.project}", expand=False))
+
+
+__all__ = ["chosen_deployment", "is_chosen", "layout_text", "price_text", "render_costs_text", "render_fit_text",
+           "render_json", "render_text", "time_text", "unchosen_gpus"]

@@ -18,9 +18,9 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan.report.plan import is_chosen, layout_text, price_text, time_text, unchosen_gpus
+from gpuplan.report.common import is_chosen, layout_text, price_text, time_text, unchosen_gpus
 from gpuplan.schema.plan import Candidate, ChecklistItem, Deployment, PlanResult
-from gpuplan.units import GIB
+from gpuplan.units import GIB, fmt_gib
 
 #: checklist verdict -> (mark, colour)
 MARK = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "not evaluated": ("–", "dim")}
@@ -114,10 +114,10 @@ def memory_legend(c: Candidate, plain: bool, width: int, headroom: float = 0.0) 
     if vram is not None:
         free = vram - c.memory.device_bytes
         kept = headroom * vram
-        entries.append(Text(f"{FREE_GLYPH} free {free / GIB:,.1f} GiB, {free / vram:.0%}", style="dim"))
+        entries.append(Text(f"{FREE_GLYPH} free {fmt_gib(free)}, {free / vram:.0%}", style="dim"))
         if kept > 0:
             entries.append(Text(f"{KEPT_GLYPH_PLAIN if plain else KEPT_GLYPH} of which the plan keeps "
-                                f"{kept / GIB:,.1f} GiB ({headroom:.0%} headroom)", style="dim"))
+                                f"{fmt_gib(kept)} ({headroom:.0%} headroom)", style="dim"))
     lines = [Text()]
     for e in entries:
         if lines[-1].cell_len and lines[-1].cell_len + 2 + e.cell_len > width:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from gpuplan.report.plan import layout_text, price_text, time_text
+from gpuplan.core.layout_text import candidate_layout_text
+from gpuplan.report.common import price_text, time_text
 from gpuplan.schema.plan import PlanResult
 from gpuplan.units import GIB
 
@@ -37,7 +38,7 @@ def summarize(result: PlanResult) -> PlanSummary:
                         + (f" in each of {rec.servers} servers" if rec.servers > 1 else "")),
         ("server", "Server", f"{s.platform_name}: {s.cpu_sockets} x {s.cpu_model} ({s.cpu_cores} cores), "
                              f"{s.ram_bytes / 1e9:,.0f} GB RAM, {s.storage_bytes / 1e12:,.1f} TB NVMe"),
-        ("layout", "Layout", layout_text(rec)),
+        ("layout", "Layout", candidate_layout_text(rec.layout)),
         ("memory", "Memory per GPU", f"{mem.device_bytes / GIB:,.1f} GiB now, {rec.grown_device_bytes / GIB:,.1f} GiB "
                                      f"after the planned growth ({mem.dominant} dominate)"),
         ("time", "Time", time_text(rec)),

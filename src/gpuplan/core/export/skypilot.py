@@ -1,0 +1,115 @@
+"""SkyPilot exports (`gpuplan export --to skypilot`): a task that runs torchrun on every node for training, a
+SkyServe service running vLLM for serving."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from gpuplan.core.export.common import (FILENAMES, HEAD, PORT, Shape, comment, layout_line, origin, server_line,
+                                        slug, to_yaml)
+from gpuplan.core.export.torchrun import continued, script_args, script_notes, threads
+from gpuplan.schema.plan import Candidate
+from gpuplan.schema.project import Project
+from gpuplan.units import GIB
+
+#: catalog GPU id -> SkyPilot accelerator name, as `sky show-gpus -a` lists them (SkyPilot docs,
+#: docs/source/compute/show-gpus-all.txt, 2025). GPUs not here get a guessed name and a comment to check it.
+SKYPILOT_ACCELERATORS = {
+    "v100-sxm2-16gb": "V100", "v100-sxm2-32gb": "V100-32GB", "v100-pcie-32gb": "V100-32GB", "t4-16gb": "T4",
+    "a10-24gb": "A10", "a10g-24gb": "A10G", "a40-48gb": "A40", "a100-pcie-40gb": "A100", "a100-sxm-40gb": "A100",
+    "a100-pcie-80gb": "A100-80GB", "a100-sxm-80gb": "A100-80GB", "rtx-a6000-48gb": "RTXA6000",
+    "rtx-3090-24gb": "RTX3090", "l4-24gb": "L4", "l40-48gb": "L40", "l40s-48gb": "L40S",
+    "rtx-6000-ada-48gb": "RTX6000-Ada", "rtx-4090-24gb": "RTX4090", "rtx-5090-32gb": "RTX5090",
+    "h100-pcie-80gb": "H100", "h100-sxm-80gb": "H100", "h100-nvl-94gb": "H100-NVL", "h200-sxm-141gb": "H200",
+    "b200-180gb": "B200", "mi300x-192gb": "MI300X",
+}
+#: catalog GPUs that run ROCm builds (vLLM, PyTorch) rather than CUDA ones
+ROCM_GPUS = frozenset({"mi250x-128gb", "mi300x-192gb", "mi325x-256gb"})
+
+
+def _accelerator(c: Candidate) -> tuple[str, list[str]]:
+    """SkyPilot's accelerators value ("H100:8"), and a note when its name is a guess."""
+    name = SKYPILOT_ACCELERATORS.get(c.gpu_id)
+    if name:
+        return f"{name}:{c.gpus_per_server}", []
+    guess = re.sub(r"-\d+gb$", "", c.gpu_id).upper()  # SkyPilot's style: H100-NVL, RTX6000-Ada, MI300X
+    return f"{guess}:{c.gpus_per_server}", [f"NOTE: gpuplan knows no SkyPilot name for {c.gpu_id}; {guess} is a "
+                                             "guess: check it with `sky show-gpus -a`."]
+
+
+def render_skypilot(p: Project, c: Candidate, s: Shape, index: int) -> str:
+    """A SkyPilot task (sky launch) that runs torchrun on every node."""
+    acc, warn = _accelerator(c)
+    resources: dict[str, Any] = {"accelerators": acc}
+    disk = []
+    if c.storage_need_bytes > 256e9:  # SkyPilot's default disk is 256 GB
+        resources["disk_size"] = int(math.ceil(c.storage_need_bytes / 100e9) * 100)
+        disk.append(f"disk_size holds the dataset and the kept checkpoints ({c.storage_need_bytes / 1e9:,.0f} GB as "
+                    "planned) on every node; with the data in a bucket (file_mounts) it can shrink.")
+    if s.offload != "none":
+        resources["memory"] = f"{c.server.ram_bytes // GIB}+"
+    if s.servers == 1:
+        launch = ["--standalone", "--nnodes=1", "--nproc-per-node=$SKYPILOT_NUM_GPUS_PER_NODE"]
+        head = ""
+    else:
+        launch = ["--nnodes=$SKYPILOT_NUM_NODES", "--nproc-per-node=$SKYPILOT_NUM_GPUS_PER_NODE",
+                  "--node-rank=$SKYPILOT_NODE_RANK", f"--master-addr=${HEAD}", f"--master-port={PORT}"]
+        head = f'{HEAD}=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n'
+    run = (f"export OMP_NUM_THREADS={threads(c)}\n{head}"
+           + continued(["torchrun", *launch, "train.py", *script_args(p, s)]) + "\n")
+    task = {"name": slug(p.name), "resources": resources, "num_nodes": s.servers, "workdir": ".",
+            "setup": "pip install -r requirements.txt\n", "run": run}
+    header = [origin(p, c, index), layout_line(p, s), server_line(c), *warn,
+              "Edit: workdir (your code, with requirements.txt), setup, and train.py and its arguments in run.",
+              *script_notes(p, s, index, " in the workdir"), *disk,
+              f"Launch: sky launch -c {slug(p.name)} {FILENAMES['skypilot']}"]
+    return comment(header) + to_yaml(task)
+
+
+def render_skyserve(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
+    """A SkyServe service (sky serve up) running vLLM with the planned tensor parallelism and replicas."""
+    w, lay = p.workload, c.layout
+    tp = lay.tp
+    per_server = c.gpus_per_server // tp
+    acc, warn = _accelerator(c)
+    args = ['"$MODEL_ID"', "--port", "8000", "--tensor-parallel-size", str(tp)]
+    if per_server > 1:
+        args += ["--data-parallel-size", str(per_server)]
+    if lay.batch_per_replica is not None:
+        args += ["--max-num-seqs", str(lay.batch_per_replica)]
+    if w.context_length:
+        args += ["--max-model-len", str(w.context_length + (w.output_tokens or 0))]
+    if w.prefill_tokens:
+        args += ["--max-num-batched-tokens", str(w.prefill_tokens)]
+    dtype = w.weights_dtype or "bf16"
+    notes = []
+    if dtype in ("bf16", "fp16", "fp32"):
+        args += ["--dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[dtype]]
+    elif dtype == "fp8":
+        args += ["--quantization", "fp8"]
+    else:
+        notes.append(f"{dtype} weights: set MODEL_ID to a {dtype}-quantized checkpoint (AWQ, GPTQ).")
+    if w.kv_cache_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    if c.gpu_id in ROCM_GPUS:
+        notes.append("AMD GPUs: install vLLM's ROCm build (setup) or run from a ROCm vLLM image.")
+    task = {"name": slug(p.name), "envs": {"MODEL_ID": model_id},
+            "resources": {"accelerators": acc, "ports": 8000},
+            "service": {"readiness_probe": "/v1/models", "replicas": c.servers},
+            "setup": "pip install vllm\n", "run": "vllm serve " + " ".join(args) + "\n"}
+    replicas = lay.replicas if lay.replicas is not None else c.servers * per_server
+    batch = lay.batch_per_replica if lay.batch_per_replica is not None else w.batch_size
+    header = [origin(p, c, index),
+              f"Serving layout: tensor parallel {tp}, {replicas} replica(s) ({per_server} per server, vLLM data "
+              f"parallel), up to {batch} concurrent sequences each.",
+              server_line(c), *warn,
+              "Edit: MODEL_ID (" + ("none known: pass it with --env MODEL_ID=..." if model_id is None else
+                                    "the project's model on the Hugging Face Hub; --env MODEL_ID=... overrides it") +
+              "); setup (data parallel needs a recent vLLM).", *notes,
+              f"Launch: sky serve up -n {slug(p.name)} {FILENAMES['skypilot']}"]
+    return comment(header) + to_yaml(task)
+
+
+__all__ = ["ROCM_GPUS", "SKYPILOT_ACCELERATORS", "render_skypilot", "render_skyserve"]

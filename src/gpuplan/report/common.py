@@ -1,0 +1,56 @@
+"""What every rendering of a plan shares (terminal, Markdown and HTML, figures, the web summary): a candidate's
+time, price and layout as short text, which deployment it chose, and the GPUs with no candidate at all. The
+words are English by default; the Markdown and HTML reports pass their language's."""
+
+from __future__ import annotations
+
+from gpuplan.core.layout_text import candidate_layout_text
+from gpuplan.schema.plan import Candidate, Deployment, PlanResult, Rejected
+from gpuplan.units import fmt_hours, fmt_usd
+
+
+def time_text(c: Candidate, day: str = "d", per_request: str = "s/req", per_billion: str = "/1B tok") -> str:
+    """A candidate's time: the run's wall time (per 1e9 tokens when the run has no length), or a request's.
+    The unit words are the report language's (English by default)."""
+    if c.time_hours is not None:
+        txt = fmt_hours(c.time_hours, day=day)
+        if c.time is not None and c.time.wall_hours is None:
+            txt += f" {per_billion}"
+        return txt
+    if c.request_latency_s is not None:
+        return f"{c.request_latency_s:,.1f} {per_request}"
+    return "-"
+
+
+def price_text(c: Candidate) -> str:
+    return "-" if c.price_usd is None else fmt_usd(c.price_usd)
+
+
+def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:
+    """The candidate's layout for tables: "zero=3 tp=2 mb=4 ckpt" (core/layout_text.py)."""
+    return candidate_layout_text(c.layout, replicas=replicas, batch=batch)
+
+
+def unchosen_gpus(result: PlanResult) -> list[Rejected]:
+    """GPUs with no candidate at all, each with the reason of its largest shape tried (the smaller ones usually
+    fail for a reason the larger one removes)."""
+    chosen = {c.gpu_id for c in result.candidates}
+    last: dict[str, Rejected] = {}
+    for r in result.rejected:
+        if r.gpu_id in chosen:
+            continue
+        prev = last.get(r.gpu_id)
+        if prev is None or r.gpus_per_server * r.servers >= prev.gpus_per_server * prev.servers:
+            last[r.gpu_id] = r
+    return list(last.values())
+
+
+def is_chosen(c: Candidate, d: Deployment) -> bool:
+    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
+
+
+def chosen_deployment(c: Candidate) -> Deployment | None:
+    return next((d for d in c.deployments if is_chosen(c, d)), None)
+
+
+__all__ = ["chosen_deployment", "is_chosen", "layout_text", "price_text", "time_text", "unchosen_gpus"]
