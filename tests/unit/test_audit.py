@@ -1,5 +1,5 @@
 """`gpuplan check`: the audit of a machine for a project (core/audit/checks.py), server files and probing (probe.py),
-and the command (commands/check.py) through a typer app of its own."""
+and the command (cli/check.py) through a typer app of its own."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from gpuplan import api
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path, load_project, resolve_model
 from gpuplan.catalog.server_rules import load_server_rules
-from gpuplan.commands.check import check_machine, register
+from gpuplan.check import check_machine
+from gpuplan.cli.check import register
 from gpuplan.core.audit.checks import (CHECKLIST, AuditResult, Disk, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
                                 match_gpu, on_machine)
 from gpuplan.core.sizing.speed import tokens_per_sample

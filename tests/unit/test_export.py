@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from gpuplan import api
 from gpuplan.catalog.loader import example_names, example_path, load_project
-from gpuplan.commands import export as export_command
+from gpuplan.cli import export as export_command
 from gpuplan.core.export.targets import FILENAMES, SKYPILOT_ACCELERATORS, TARGETS, export
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate, PlanResult

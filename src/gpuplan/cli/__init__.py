@@ -1,0 +1,40 @@
+"""The `gpuplan` command: parse arguments, call the API, render, exit with a code.
+
+Exit codes: 0 ok; 1 infeasible project; 2 bad input (one line on stderr, no traceback unless --debug).
+
+One module per command (or group of subcommands), each with `register(app)`; what they share is in
+gpuplan.cli.common. The modules import the API, the catalogs and the reports inside the command bodies, so that
+`gpuplan --help` starts without them."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, serve, trace
+from gpuplan.cli.common import state
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="gpuplan: which GPU server to get for an AI project, and why.")
+
+
+@app.callback()
+def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False) -> None:
+    state.debug = debug
+
+
+for _command in (estimate, plan, cost, trace, fit, catalog, export, check, serve):  # the order of `gpuplan --help`
+    _command.register(app)
+del _command
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+__all__ = ["app", "main"]

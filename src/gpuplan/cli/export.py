@@ -1,0 +1,105 @@
+"""`gpuplan export`: the launcher configuration (Accelerate, DeepSpeed, torchrun, SkyPilot) that realises a
+candidate of the plan. Prints it, or writes it to --out without ever replacing an existing file unless --force."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.common import Example, Objective, ProjectFile, fail, project_path
+from gpuplan.errors import GpuplanError, InputError
+
+
+class To(str, Enum):
+    accelerate = "accelerate"
+    deepspeed = "deepspeed"
+    torchrun = "torchrun"
+    skypilot = "skypilot"
+
+
+def export_command(
+    project: ProjectFile = None,
+    to: Annotated[To, typer.Option("--to", help="Launcher to write: an Accelerate config, a DeepSpeed config, "
+                                                "a torchrun command line or a SkyPilot task.")] = ...,  # type: ignore[assignment]
+    example: Example = None,
+    candidate: Annotated[int, typer.Option(min=0, help="Which candidate of the plan: 0 is the recommendation, "
+                                                        "1 the next row of `gpuplan plan`, ...")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Write to this file (a folder: under the suggested name) "
+                                                     "instead of printing.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out when it exists.")] = False,
+    objective: Annotated[Optional[Objective], typer.Option(help="Rank as `gpuplan plan --objective` does.")] = None,  # type: ignore[valid-type]
+    catalog: Annotated[Optional[list[Path]], typer.Option(
+        "--catalog", help="A file of your own catalog rows, as for `gpuplan plan`. Repeatable.")] = None,
+    prices: Annotated[Optional[list[Path]], typer.Option(
+        "--prices", help="A price list of your own, as for `gpuplan plan`. Repeatable.")] = None,
+) -> None:
+    """The launcher configuration that realises a candidate of the plan: Accelerate config YAML, DeepSpeed
+    config JSON, torchrun command line or SkyPilot task YAML, with what to edit in its first lines."""
+    try:
+        path = project_path(project, example, "export")
+        name, text = _export(path, to.value, candidate, objective.value if objective else None,
+                             catalog or [], prices or [])
+        if out is None:
+            typer.echo(text, nl=False)
+            return
+        written = _write(out / name if out.is_dir() else out, text, force, executable=to is To.torchrun)
+    except GpuplanError as exc:
+        fail(exc)
+    typer.echo(f"wrote {written}", err=True)
+
+
+def _export(path: Path, target: str, index: int, objective: str | None, catalog: list[Path],
+            prices: list[Path]) -> tuple[str, str]:
+    from gpuplan import api
+    from gpuplan.catalog.loader import find_preset, load_project
+    from gpuplan.core.export.targets import export
+    from gpuplan.report.terminal import progress
+
+    proj, base = load_project(path)
+    with progress("searching GPU servers…"):
+        result = api.plan(proj, objective=objective, base_dir=base, catalog_files=catalog, price_files=prices)
+    cands = result.candidates
+    if index >= len(cands):
+        raise InputError(["--candidate"], f"the plan has {len(cands)} candidate(s)", f"0-{len(cands) - 1}")
+    ref = proj.model
+    model_id = ref.hf_id or (find_preset(ref.preset).hf_id if ref.preset else None)
+    try:
+        return export(proj, cands[index], target, index=index, model_id=model_id)
+    except InputError as exc:
+        if exc.loc != ("--candidate",):
+            raise
+        ok = []
+        for i, c in enumerate(cands):
+            try:
+                export(proj, c, target, index=i, model_id=model_id)
+                ok.append(str(i))
+            except GpuplanError:
+                continue
+        hint = f"; candidates that export to {target}: {', '.join(ok[:10])}" if ok else \
+            f"; no candidate of this plan exports to {target}"
+        raise InputError([], str(exc) + hint) from None
+
+
+def _write(path: Path, text: str, force: bool, *, executable: bool) -> Path:
+    """Write a new file; an existing one is replaced only with force (nothing the user wrote is overwritten)."""
+    if path.is_dir():
+        raise InputError(["--out"], f"{path} is a folder")
+    try:
+        with path.open("w" if force else "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise InputError(["--out"], f"{path} exists; gpuplan export never replaces a file unless you pass --force") \
+            from None
+    except OSError as exc:
+        raise InputError(["--out"], f"cannot write {path}: {exc.strerror}") from None
+    if executable:
+        path.chmod(path.stat().st_mode | 0o111)
+    return path
+
+
+def register(app: typer.Typer) -> None:
+    """Add `export` to a typer app."""
+    app.command("export")(export_command)

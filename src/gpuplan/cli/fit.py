@@ -1,0 +1,52 @@
+"""`gpuplan fit`: on given hardware, the largest micro-batch, sequence and model scale that fit."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.common import (
+    CatalogFiles,
+    Example,
+    Format,
+    Headroom,
+    OutputFormat,
+    ProjectFile,
+    fail,
+    project_path,
+)
+from gpuplan.errors import GpuplanError
+
+
+def fit(
+    project: ProjectFile = None,
+    gpu: Annotated[str, typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = ...,  # type: ignore[assignment]
+    gpus: Annotated[Optional[int], typer.Option(min=1, help="Number of GPUs (default: the project's).")] = None,
+    example: Example = None,
+    headroom: Headroom = None,
+    format: OutputFormat = Format.text,
+    catalog: CatalogFiles = None,
+) -> None:
+    """On this hardware: the largest micro-batch, sequence (context) and model scale that fit, with and without
+    gradient checkpointing."""
+    from gpuplan import api
+
+    try:
+        path = project_path(project, example, "fit")
+        result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=catalog or [])
+    except GpuplanError as exc:
+        fail(exc)
+    from gpuplan.report.plan import render_fit_text, render_json
+
+    if format is Format.json:
+        typer.echo(render_json(result))
+    else:
+        from rich.console import Console
+
+        render_fit_text(result, Console())
+
+
+def register(app: typer.Typer) -> None:
+    """Add `fit` to a typer app."""
+    app.command()(fit)

@@ -1,0 +1,106 @@
+"""`gpuplan plan`: which server to get, ranked candidates, in the terminal, as JSON or as a report document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from gpuplan.cli.common import (
+    PLAN_TOP,
+    CatalogFiles,
+    Example,
+    Headroom,
+    ListExamples,
+    Objective,
+    PlanFormat,
+    PriceFiles,
+    ProjectFile,
+    echo_examples,
+    fail,
+    project_path,
+)
+from gpuplan.errors import GpuplanError
+
+if TYPE_CHECKING:
+    from gpuplan.schema.plan import PlanResult
+
+
+def plan(
+    project: ProjectFile = None,
+    example: Example = None,
+    list_examples: ListExamples = False,
+    objective: Annotated[Optional[Objective], typer.Option(help="Rank by cost, time or both (default: the "  # type: ignore[valid-type]
+                                                                 "project's goals.objective).")] = None,
+    top: Annotated[int, typer.Option(min=1, help="How many candidates to show.")] = PLAN_TOP,
+    headroom: Headroom = None,
+    format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a "
+                                                                 "Markdown / self-contained HTML report.")] = PlanFormat.text,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the report to this file (never overwrites "
+                                                             "one without --force).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    lang: Annotated[str, typer.Option("--lang", help="Report language: en or fr.")] = "en",
+    details: Annotated[bool, typer.Option("--details", help="Text output: after the one-screen summary, every "
+                                                            "reason, the server's rules and the GPUs not chosen.")] = False,
+    catalog: CatalogFiles = None,
+    prices: PriceFiles = None,
+) -> None:
+    """Which server to get: balanced candidates that fit, ranked, with the decision checklist answered.
+    Exit 1 when nothing satisfies the project (the message names the binding constraint)."""
+    if list_examples:
+        echo_examples()
+        return
+    from gpuplan import api
+    from gpuplan.report.terminal import progress
+
+    try:
+        path = project_path(project, example, "plan")
+        with progress("searching GPU servers…"):
+            result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
+                              catalog_files=catalog or [], price_files=prices or [])
+    except GpuplanError as exc:
+        fail(exc)
+    try:
+        text = _document(result, format, out, force, lang, top, details)
+    except GpuplanError as exc:
+        fail(exc)
+    if text is None:
+        return
+    if out is None:
+        typer.echo(text)
+    else:
+        from rich.console import Console
+
+        out.write_text(text, encoding="utf-8")
+        Console(stderr=True).print(f"wrote {out}")
+
+
+def _document(result: PlanResult, format: PlanFormat, out: Path | None, force: bool, lang: str, top: int,
+              details: bool) -> str | None:
+    """The plan as JSON, Markdown or HTML; None when the text output was printed to the terminal instead."""
+    from gpuplan.report.plan import render_json, render_text
+
+    if out is not None and out.exists() and not force:
+        raise GpuplanError(f"--out: {out} exists; gpuplan never overwrites a file unless --force is given")
+    if format is PlanFormat.json:
+        return render_json(result)
+    if format is PlanFormat.md:
+        from gpuplan.report.document import render_markdown
+
+        return render_markdown(result, lang=lang)
+    if format is PlanFormat.html:
+        from gpuplan.report.document import render_html
+
+        return render_html(result, lang=lang)
+    if out is not None:
+        raise GpuplanError("--out writes a report: use --format md, html or json with it")
+    from rich.console import Console
+
+    render_text(result, Console(), top=top, details=details)
+    return None
+
+
+def register(app: typer.Typer) -> None:
+    """Add `plan` to a typer app."""
+    app.command()(plan)

@@ -1,0 +1,66 @@
+"""`gpuplan serve`: the web page and its JSON API on this machine (FastAPI + uvicorn)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.common import fail
+from gpuplan.errors import GpuplanError
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on. The default is this machine only; another "
+                                           "address lets anyone who reaches it use the page.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one, printed at start).")] = 8000,
+    db: Annotated[Optional[Path], typer.Option(help="SQLite file for saved scenarios (default: "
+                                                    "~/.local/share/gpuplan/scenarios.sqlite).")] = None,
+    catalog: Annotated[Optional[list[Path]], typer.Option(
+        "--catalog", help="A file of your own catalog rows, used for every request. Repeatable.")] = None,
+    prices: Annotated[Optional[list[Path]], typer.Option(
+        "--prices", help="A price list of your own, used for every request. Repeatable.")] = None,
+) -> None:
+    """A local web page to fill a project, see its plan with the report's figures, share it as a link, download
+    the report and the project file, and compare saved scenarios. The page calls the JSON API (`/api/plan`,
+    `/api/estimate`, `/api/catalog/...`; schema at /openapi.json), which returns what the CLI prints as JSON."""
+    import socket
+
+    import uvicorn
+    from rich.console import Console
+
+    from gpuplan.web.app import LOOPBACK, create_app
+
+    try:
+        web = create_app(db_path=db, catalog_files=catalog or [], price_files=prices or [],
+                         allowed_hosts=LOOPBACK if is_loopback(host) else None)
+    except GpuplanError as exc:
+        fail(exc)
+    err = Console(stderr=True)
+    if not is_loopback(host):
+        err.print(f"[yellow]warning[/yellow]: listening on {host}: anyone who can reach this address can use "
+                  "the page and read and delete its saved scenarios")
+    try:  # bind first, so the address printed is the one served (port 0 picks a free one)
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        fail(GpuplanError(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}"))
+    h, p = sock.getsockname()[:2]
+    typer.echo(f"gpuplan serve: http://{f'[{h}]' if ':' in h else h}:{p}/ (API schema at /openapi.json; "
+               "Ctrl+C stops)", err=True)
+    uvicorn.Server(uvicorn.Config(web, log_level="warning")).run(sockets=[sock])
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve` to a typer app."""
+    app.command("serve")(serve_command)
