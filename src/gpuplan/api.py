@@ -10,8 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
-from gpuplan.catalog.loader import (load_activation_table, load_fx, load_host_support, load_overheads, load_project,
-                                    load_speed_model, parse_project, resolve_model)
+from gpuplan.catalog.loader import (
+    load_activation_table,
+    load_fx,
+    load_host_support,
+    load_overheads,
+    load_project,
+    load_speed_model,
+    parse_project,
+    resolve_model,
+)
 from gpuplan.catalog.prices import load_prices
 from gpuplan.catalog.server_rules import load_server_rules
 from gpuplan.core import advise
@@ -20,19 +28,21 @@ from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.project import training_tokens
-from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
+from gpuplan.core.sizing.speed import (
+    estimate_inference_speed,
+    estimate_training_speed,
+    tokens_per_sample,
+)
 from gpuplan.errors import InputError
-from gpuplan.schema.estimate import Note
 from gpuplan.schema.bundle import Bundle
+from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
+from gpuplan.schema.estimate import Note
 from gpuplan.schema.plan import FitResult, PlanResult
 from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
-
-#: candidates a plan returns unless told otherwise (`gpuplan plan --top`, `POST /api/plan?top=`)
-PLAN_TOP = 8
 
 
 def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
@@ -155,7 +165,11 @@ def _trace_project(proj: Project, base_dir: Path | None) -> Any:
 
 def _estimate_traced(project: Project, base_dir: Path | None, gpu_row: Any, gpus: int,
                      catalog_notes: list[Note]) -> EstimateResult:
-    from gpuplan.core.sizing.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
+    from gpuplan.core.sizing.traced import (
+        traced_device_bytes,
+        traced_memory_out,
+        traced_step_seconds,
+    )
 
     tr = _trace_project(project, base_dir)
     reserved, device = traced_device_bytes(tr, gpus, load_overheads())

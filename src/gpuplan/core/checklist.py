@@ -7,7 +7,7 @@ from __future__ import annotations
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
 from gpuplan.schema.project import Project
-from gpuplan.units import GIB
+from gpuplan.units import GIB, HOURS_PER_MONTH
 
 CHECKLIST = ("VRAM validated", "System synergy", "Growth plan", "Deployment decision", "Total cost")
 
@@ -31,7 +31,7 @@ def vram_item(rec: Candidate | None, project: Project, catalog: Catalog) -> Chec
     cap = gpu.memory_gib * GIB
     dev = rec.memory.device_bytes
     headroom = 1 - dev / cap
-    want = project.constraints.memory_headroom if project.constraints else 0.10
+    want = project.constraints.memory_headroom
     reasons = [f"{_gib(dev)} per GPU at the peak ({rec.memory.peak_phase}; largest part {rec.memory.dominant}) of "
                f"{_gib(cap)} on {gpu.name}: {headroom:.0%} free, {want:.0%} required",
                f"after the planned growth: {_gib(rec.grown_device_bytes)} per GPU "
@@ -86,8 +86,8 @@ def growth_item(rec: Candidate | None, project: Project, catalog: Catalog) -> Ch
 def cost_item(rec: Candidate | None, project: Project) -> ChecklistItem:
     if rec is None:
         return ChecklistItem(item="Total cost", verdict="fail", reasons=["no candidate"])
-    b = project.goals.budget if project.goals else None
-    horizon = project.growth.horizon_months if project.growth else 36
+    b = project.goals.budget
+    horizon = project.growth.horizon_months
     d = rec.deployment
     if d is None:
         reasons = [f"buying {rec.servers} server(s): {_usd(rec.price_usd)}; renting the GPUs: {_usd(rec.rent_usd)}"]
@@ -139,16 +139,16 @@ def build_faq(project: Project, rec: Candidate | None, candidates: list[Candidat
               catalog: Catalog, host_support: dict[str, str], platform_needs: dict[str, str]) -> list[FaqAnswer]:
     out: list[FaqAnswer] = []
     training = project.workload.task != "inference"
-    horizon_h = (project.growth.horizon_months if project.growth else 36) * 730.0
+    horizon_h = project.growth.horizon_months * HOURS_PER_MONTH
 
     # dedicated vs cloud: how busy the server would be
     if rec is not None and rec.time_hours is not None and training:
-        busy = rec.time_hours * (project.growth.data_scale if project.growth else 1.0)
+        busy = rec.time_hours * project.growth.data_scale
         share = busy / horizon_h
         answer = ("cloud or rented GPUs for this run" if share < 0.3 else "a dedicated server")
         out.append(FaqAnswer(
             question="Dedicated server or cloud?", answer=answer,
-            reasons=[f"the run keeps the recommended servers busy {_duration(busy)} of a {horizon_h / 730:.0f}-month "
+            reasons=[f"the run keeps the recommended servers busy {_duration(busy)} of a {horizon_h / HOURS_PER_MONTH:.0f}-month "
                      f"horizon ({share:.0%})",
                      "below about a third of the time, renting is usually cheaper than owning; the deployment "
                      "comparison (`gpuplan cost`) prices both"]))

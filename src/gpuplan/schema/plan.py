@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
+from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
@@ -251,7 +258,7 @@ class PlanResult(_Out):
     notes: list[Note] = Field(default_factory=list)
     #: the fraction of each GPU's memory kept free (constraints.memory_headroom or --headroom): usable VRAM is
     #: VRAM x (1 - headroom)
-    headroom: float = 0.10
+    headroom: float = MEMORY_HEADROOM
     #: the shown candidates at x1 (as planned), x1.5 and x2 model size (empty for a traced model)
     growth_view: list[GrowthRow] = Field(default_factory=list)
 

@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
+
+from gpuplan.schema.defaults import (
+    DEFAULT_OBJECTIVE,
+    HORIZON_MONTHS,
+    MEMORY_HEADROOM,
+    Objective,
+)
 
 Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
@@ -19,7 +33,6 @@ WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 KvDtype = Literal["bf16", "fp16", "fp8"]
 Modality = Literal["text", "image", "audio", "video", "tabular"]
 Purpose = Literal["experiment", "production"]
-Objective = Literal["cost", "time", "balanced"]
 Currency = Literal["EUR", "USD"]
 BudgetPeriod = Literal["total", "monthly"]
 DeploymentOption = Literal["on-prem", "managed", "cloud"]
@@ -120,7 +133,7 @@ class Budget(_Section):
 class Goals(_Section):
     purpose: Purpose = "experiment"
     deadline_days: PositiveFloat | None = None
-    objective: Objective = "balanced"
+    objective: Objective = DEFAULT_OBJECTIVE
     budget: Budget | None = None
 
 
@@ -131,7 +144,7 @@ class Growth(_Section):
     context_scale: float = Field(1.0, ge=1.0)
     #: inference: concurrent requests grow by this factor
     users_scale: float = Field(1.0, ge=1.0)
-    horizon_months: PositiveInt = 36
+    horizon_months: PositiveInt = HORIZON_MONTHS
 
 
 class Constraints(_Section):
@@ -140,7 +153,7 @@ class Constraints(_Section):
     datacenter_only: bool = False
     max_gpus_per_server: PositiveInt | None = None
     #: fraction of each GPU's memory kept free (allocator fragmentation, other processes, surprises)
-    memory_headroom: float = Field(0.10, ge=0.0, lt=0.9)
+    memory_headroom: float = Field(MEMORY_HEADROOM, ge=0.0, lt=0.9)
     #: at most this many servers (multi-node training)
     max_servers: PositiveInt | None = None
 

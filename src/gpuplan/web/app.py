@@ -25,6 +25,7 @@ from gpuplan.catalog.listing import catalog_json, models_json
 from gpuplan.catalog.loader import example_names, example_path, parse_project
 from gpuplan.errors import (GpuplanError, HubUnavailableError, InfeasibleError, InputError, UnknownNameError,
                             _join_loc)
+from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Objective, Project
 from gpuplan.schema.result import EstimateResult
@@ -41,7 +42,7 @@ PROJECT_BODIES = ("/api/plan", "/api/summary", "/api/estimate", "/api/report", "
 ProjectBody = Annotated[dict[str, Any], Body(description="A project, as in a project file (docs/project.md).")]
 TopQuery = Annotated[int, Query(ge=1, le=100, description="How many candidates to return.")]
 HeadroomQuery = Annotated[float | None, Query(ge=0.0, le=0.8, description="Fraction of GPU memory kept free "
-                                                                           "(default: the project's, else 0.10).")]
+                                                                           f"(default: the project's, else {MEMORY_HEADROOM:.2f}).")]
 
 
 def error_body(exc: GpuplanError) -> dict[str, Any]:

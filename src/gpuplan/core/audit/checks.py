@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from gpuplan.core.audit.host import VERDICT_ORDER, Check, host_checks, worst
-from gpuplan.core.audit.machine import (Disk, MachineGpu, MachineSpec, _Frozen, job_gpus, layout_for, match_gpu,
-                                        on_machine)
+from gpuplan.core.audit.machine import (
+    Disk,
+    MachineGpu,
+    MachineSpec,
+    _Frozen,
+    job_gpus,
+    layout_for,
+    match_gpu,
+    on_machine,
+)
 from gpuplan.core.layout_text import estimate_layout_text as layout_text
 from gpuplan.schema.plan import ChecklistItem, Verdict
 from gpuplan.schema.project import Project

@@ -14,7 +14,7 @@ from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.plan import Verdict
 from gpuplan.schema.project import Project
 from gpuplan.schema.result import EstimateResult
-from gpuplan.units import GB, GIB, fmt_disk, fmt_rate, fmt_ram_gb
+from gpuplan.units import GB, GIB, fmt_disk, fmt_ram_gb, fmt_rate
 
 if TYPE_CHECKING:
     from gpuplan.schema.catalog import Catalog

@@ -8,8 +8,14 @@ import datetime
 import math
 import statistics
 
+from gpuplan.core.cost.tco import (
+    Assumptions,
+    Usage,
+    choose,
+    compare,
+    resolve_assumptions,
+)
 from gpuplan.core.cost.tco import Config as TcoConfig
-from gpuplan.core.cost.tco import Assumptions, Usage, choose, compare, resolve_assumptions
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.project import Project

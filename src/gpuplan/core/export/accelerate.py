@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.core.export.common import (FILENAMES, HEAD, PORT, Shape, comment, export_hint, layout_line, origin,
-                                        server_line, to_yaml)
+from gpuplan.core.export.common import (
+    FILENAMES,
+    HEAD,
+    PORT,
+    Shape,
+    comment,
+    export_hint,
+    layout_line,
+    origin,
+    server_line,
+    to_yaml,
+)
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project

@@ -6,7 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpuplan.core.export.common import FILENAMES, Shape, layout_line, origin, server_line
+from gpuplan.core.export.common import (
+    FILENAMES,
+    Shape,
+    layout_line,
+    origin,
+    server_line,
+)
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project

@@ -7,8 +7,18 @@ import math
 import re
 from typing import Any
 
-from gpuplan.core.export.common import (FILENAMES, HEAD, PORT, Shape, comment, layout_line, origin, server_line,
-                                        slug, to_yaml)
+from gpuplan.core.export.common import (
+    FILENAMES,
+    HEAD,
+    PORT,
+    Shape,
+    comment,
+    layout_line,
+    origin,
+    server_line,
+    slug,
+    to_yaml,
+)
 from gpuplan.core.export.torchrun import continued, script_args, script_notes, threads
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project

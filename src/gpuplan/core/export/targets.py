@@ -15,9 +15,21 @@ core/export/common.py; this module dispatches to them.
 from __future__ import annotations
 
 from gpuplan.core.export.accelerate import ACCELERATE_PRECISION, render_accelerate
-from gpuplan.core.export.common import FILENAMES, HEAD, PORT, TARGETS, Target, read_shape
+from gpuplan.core.export.common import (
+    FILENAMES,
+    HEAD,
+    PORT,
+    TARGETS,
+    Target,
+    read_shape,
+)
 from gpuplan.core.export.deepspeed import render_deepspeed
-from gpuplan.core.export.skypilot import ROCM_GPUS, SKYPILOT_ACCELERATORS, render_skypilot, render_skyserve
+from gpuplan.core.export.skypilot import (
+    ROCM_GPUS,
+    SKYPILOT_ACCELERATORS,
+    render_skypilot,
+    render_skyserve,
+)
 from gpuplan.core.export.torchrun import render_torchrun
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate

@@ -3,8 +3,18 @@ the SkyPilot task's torchrun line shares."""
 
 from __future__ import annotations
 
-from gpuplan.core.export.common import (FILENAMES, HEAD, PORT, Shape, comment, export_hint, layout_line, origin,
-                                        server_line, slug)
+from gpuplan.core.export.common import (
+    FILENAMES,
+    HEAD,
+    PORT,
+    Shape,
+    comment,
+    export_hint,
+    layout_line,
+    origin,
+    server_line,
+    slug,
+)
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project
 

@@ -11,11 +11,22 @@ from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
-from gpuplan.core.sizing.speed import StepTime, StepWork, tokens_per_sample, training_speed_result
+from gpuplan.core.sizing.speed import (
+    StepTime,
+    StepWork,
+    tokens_per_sample,
+    training_speed_result,
+)
 from gpuplan.schema.estimate import ActivationTable, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import Candidate, CandidateLayout, Rejected, ServerNeeds, ServerSpec
+from gpuplan.schema.plan import (
+    Candidate,
+    CandidateLayout,
+    Rejected,
+    ServerNeeds,
+    ServerSpec,
+)
 from gpuplan.schema.project import Project
 from gpuplan.schema.speed import SpeedModel, SpeedResult
 from gpuplan.units import GIB, HOURS_PER_MONTH

@@ -14,23 +14,50 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import NamedTuple
 
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick
 from gpuplan.core.search.growth import growth_rows, leanest
 from gpuplan.core.search.ranking import rank, same_cost_usd
-from gpuplan.core.search.shapes import (PER_SERVER, SERVER_COUNTS, Config, allowed_gpus, inference_configs,
-                                        max_gpus_per_server, proxy, training_configs)
+from gpuplan.core.search.shapes import (
+    PER_SERVER,
+    SERVER_COUNTS,
+    Config,
+    allowed_gpus,
+    inference_configs,
+    max_gpus_per_server,
+    proxy,
+    training_configs,
+)
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
-from gpuplan.core.sizing.project import global_batch, grow_arch, grown_workload, grows, training_tokens
-from gpuplan.core.sizing.speed import StepWork, estimate_inference_speed, step_time, tokens_per_sample
+from gpuplan.core.sizing.project import (
+    global_batch,
+    grow_arch,
+    grown_workload,
+    grows,
+    training_tokens,
+)
+from gpuplan.core.sizing.speed import (
+    StepWork,
+    estimate_inference_speed,
+    step_time,
+    tokens_per_sample,
+)
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.estimate import ActivationTable, Note, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import Candidate, GrowthRow, PlanStats, Rejected, ServerNeeds, ServerSpec
+from gpuplan.schema.plan import (
+    Candidate,
+    GrowthRow,
+    PlanStats,
+    Rejected,
+    ServerNeeds,
+    ServerSpec,
+)
 from gpuplan.schema.project import LoraSpec, Project
 from gpuplan.schema.speed import SpeedModel
 from gpuplan.units import GIB
@@ -114,6 +141,9 @@ class _Search:
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes)
         self.configs: dict[tuple[int, int], list[Config]] = {}
+        self.smallest: dict[tuple[int, int], int | None] = {}
+        self.terms_cache: dict[tuple[object, ...], object] = {}
+        self.grown_cache: dict[tuple[object, ...], object] = {}
         self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float], int] = {}
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
         self.grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, self.p_grown)}
@@ -131,12 +161,20 @@ class _Search:
         key = (n, min(per_server, 8))
         if key not in self.configs:
             inp = self.inp
-            cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads)
+            cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
+                                   self.terms_cache)
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
                                                           inp.overheads))
             self.evaluated += len(cs)
             self.configs[key] = sorted(cs, key=proxy)
         return self.configs[key]
+
+    def smallest_for(self, n: int, per_server: int) -> int | None:
+        """The least memory per GPU of any configuration of n GPUs (None: there is none)."""
+        key = (n, min(per_server, 8))
+        if key not in self.smallest:
+            self.smallest[key] = min((c.device_bytes for c in self.configs_for(n, per_server)), default=None)
+        return self.smallest[key]
 
     def grown_model(self, factor: float) -> tuple[ModelArch, ParamCount]:
         if factor not in self.grown_models:
@@ -158,7 +196,8 @@ class _Search:
                 if terms is None:
                     gw = grown_workload(c.base.model_copy(update={"gradient_checkpointing": c.gradient_checkpointing}),
                                         self.proj, self.arch)
-                    terms = self.grown_terms[tkey] = TrainingTerms(a, pa, gw, lay, c.n, self.inp.table)
+                    terms = self.grown_terms[tkey] = TrainingTerms(a, pa, gw, lay, c.n, self.inp.table,
+                                                                   self.grown_cache.setdefault(factor, {}))  # type: ignore[arg-type]
                 self.grown_dev[key] = terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)
             else:
                 gw = c.workload.model_copy(update={
@@ -189,13 +228,12 @@ class _Search:
         n = ps * servers
         cs = self.configs_for(n, ps)
         self.tried.setdefault(gpu.id, []).append((ps, servers))
-        fitting = [c for c in cs if c.device_bytes <= usable]
-        if not fitting:
-            smallest = min((c.device_bytes for c in cs), default=None)
+        smallest = self.smallest_for(n, ps)
+        if smallest is None or smallest > usable:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
                 best_fail[:] = [(smallest, ps, servers)]
             return "no-fit"
-        head = fitting[:4 * TIMED_PER_SHAPE]
+        head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
         grown_ok = [c for c in head if self.grown_device(c) <= usable]
         if not grown_ok:
             g0 = min(self.grown_device(c) for c in head)

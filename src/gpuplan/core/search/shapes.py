@@ -80,8 +80,10 @@ def pow2_upto(n: int) -> list[int]:
 
 
 def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int, gbs: int,
-                     table: ActivationTable, oh: Overheads) -> list[Config]:
-    """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch."""
+                     table: ActivationTable, oh: Overheads,
+                     cache: dict[tuple[object, ...], object] | None = None) -> list[Config]:
+    """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch.
+    `cache`: shared by the calls of one search (TrainingTerms)."""
     out: list[Config] = []
     layers = arch.num_layers + arch.num_decoder_layers
     by_ckpt = {ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)}
@@ -102,7 +104,7 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
             for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
                 lay = Layout(zero=zero, tp=tp, pp=pp)
                 for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
-                    terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table)
+                    terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, cache)
                     for mbs in pow2_upto(min(share, 64)):
                         if share % mbs:
                             continue

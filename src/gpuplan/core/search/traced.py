@@ -6,8 +6,18 @@ from __future__ import annotations
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom
 from gpuplan.core.search.ranking import over_budget, rank, same_cost_usd
 from gpuplan.core.search.shapes import PER_SERVER, allowed_gpus, max_gpus_per_server
-from gpuplan.core.sizing.traced import traced_device_bytes, traced_memory_out, traced_step_seconds
-from gpuplan.schema.plan import Candidate, CandidateLayout, PlanStats, Rejected, ServerNeeds
+from gpuplan.core.sizing.traced import (
+    traced_device_bytes,
+    traced_memory_out,
+    traced_step_seconds,
+)
+from gpuplan.schema.plan import (
+    Candidate,
+    CandidateLayout,
+    PlanStats,
+    Rejected,
+    ServerNeeds,
+)
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import GIB, HOURS_PER_MONTH
 
@@ -22,16 +32,16 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
     headroom = memory_headroom(proj)
     rejected: list[Rejected] = []
     gpus = allowed_gpus(proj, inp.catalog, rejected)
-    budget = proj.goals.budget if proj.goals else None
+    budget = proj.goals.budget
     horizon = proj.growth.horizon_months
-    deadline_h = proj.goals.deadline_days * 24 if proj.goals and proj.goals.deadline_days else None
-    modality = proj.data.modality if proj.data else "text"
+    deadline_h = proj.goals.deadline_days * 24 if proj.goals.deadline_days else None
+    modality = proj.data.modality
     dataset_bytes = proj.data.size_gb * 1e9 if proj.data.size_gb else 0.0
     cands: list[Candidate] = []
     evaluated = 0
     for gpu in gpus:
         max_ps = max_gpus_per_server(gpu, inp.catalog)
-        if cons and cons.max_gpus_per_server:
+        if cons.max_gpus_per_server:
             max_ps = min(max_ps, cons.max_gpus_per_server)
         cap = int(gpu.memory_gib * GIB)
         usable = int(cap * (1 - headroom))
@@ -45,7 +55,7 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
                 break  # more data-parallel GPUs only add to each GPU's memory
             step, parts = traced_step_seconds(tr, gpu, ps, inp.speed, ps)
             needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=1, modality=modality,
-                                purpose=proj.goals.purpose if proj.goals else "experiment",
+                                purpose=proj.goals.purpose,
                                 dataset_bytes=dataset_bytes, weights_bytes=tr.parameters_bytes,
                                 checkpoint_bytes=tr.parameters_bytes + tr.optimizer_bytes)
             spec, why = inp.build_server(needs)

@@ -29,8 +29,8 @@ from gpuplan.units import GIB
 
 if TYPE_CHECKING:
     from gpuplan.schema.catalog import Catalog
-    from gpuplan.schema.rules import ServerRules
     from gpuplan.schema.hardware import Gpu
+    from gpuplan.schema.rules import ServerRules
     from gpuplan.schema.server import Cpu, Drive, Nic, Platform
 
 TB = 10**12  # drives are sold in decimal TB

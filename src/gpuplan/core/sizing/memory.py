@@ -24,8 +24,14 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuplan.core.sizing.lora import attention_only, lora_params
 from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
-from gpuplan.schema.estimate import (ActivationCoefficients, ActivationTable, MemoryBreakdown, MemoryEstimate,
-                                     Note, Overheads)
+from gpuplan.schema.estimate import (
+    ActivationCoefficients,
+    ActivationTable,
+    MemoryBreakdown,
+    MemoryEstimate,
+    Note,
+    Overheads,
+)
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 from gpuplan.schema.result import MemoryOut
@@ -38,6 +44,8 @@ NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 INT4_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
 WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM}
 ALLOC_BLOCK = 512  # the CUDA caching allocator rounds every block to 512 bytes
+#: the moments of a training step whose memory is compared for the peak (TrainingTerms.phase_parts)
+PHASES = ("forward", "backward", "backward-layers", "backward-end", "optimizer")
 
 
 class Resolved(BaseModel):
@@ -160,14 +168,24 @@ def _head_bytes(head: tuple[bool, int, float, float, int], batch: int) -> tuple[
     return saved, fwd, bwd
 
 
-def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -> dict[str, float]:
-    """Weights, gradients, optimizer states and optimizer-step temporaries, per GPU."""
+def _trainable(arch: ModelArch, w: Workload) -> int | None:
+    """The LoRA adapters' parameters (None: every parameter trains)."""
+    if w.task not in ("lora", "qlora"):
+        return None
+    spec = w.lora or LoraSpec()
+    return lora_params(arch, spec.rank, spec.targets)
+
+
+def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int,
+            adapters: int | None = None) -> dict[str, float]:
+    """Weights, gradients, optimizer states and optimizer-step temporaries, per GPU. `adapters`: the LoRA
+    parameters when already counted (_trainable)."""
     mp = lay.tp * lay.pp
     total = p.total
     lora = w.task in ("lora", "qlora")
     if lora:
-        spec = w.lora or LoraSpec()
-        trainable = lora_params(arch, spec.rank, spec.targets)
+        trainable = adapters if adapters is not None else _trainable(arch, w)
+        assert trainable is not None
     else:
         trainable = total
     if w.task == "qlora":
@@ -228,6 +246,10 @@ def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | No
     return layers * per_layer + (arch.vocab_size + arch.hidden_size) * 2 + max(vectors, 0)
 
 
+DDP_BUCKETS_NOTE = Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
+                        "buckets beside the gradients: one more gradient-sized buffer")
+
+
 class TrainingTerms:
     """What a training step's memory on one GPU is made of, for one layout, precision and recomputation choice:
     every term that does not depend on the micro-batch, computed once. `phases(batch, microbatches)` adds the
@@ -240,12 +262,19 @@ class TrainingTerms:
                  "fixed_other", "layer_grad", "head_grad", "trainable", "dp", "notes", "lay", "gpus")
 
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                 table: ActivationTable) -> None:
+                 table: ActivationTable, cache: dict[tuple[object, ...], object] | None = None) -> None:
+        """`cache`: a dict shared by the terms of one model and workload (the search's), which keeps the parts that
+        depend on neither the GPU count nor the ZeRO stage (trainable parameters, per-token activations)."""
         notes: list[Note] = []
-        r = resolve(arch, w)
+        if cache is None:
+            r = resolve(arch, w)
+        else:
+            r = cache.get("resolved") or cache.setdefault("resolved", resolve(arch, w))  # type: ignore[assignment]
         self.lay, self.gpus = lay, gpus
         dp = self.dp = max(gpus // (lay.tp * lay.pp), 1)
-        st = self.static = _static(arch, p, w, lay, dp)
+        if cache is not None and "trainable" not in cache:
+            cache["trainable"] = _trainable(arch, w)
+        st = self.static = _static(arch, p, w, lay, dp, None if cache is None else cache["trainable"])  # type: ignore[arg-type]
         rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
         eager = w.attention == "eager"
         ckpt = self.ckpt = w.gradient_checkpointing
@@ -260,6 +289,9 @@ class TrainingTerms:
             per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
             self.cnn_per_sample = (per_elem, cnn_feature_elements(arch, r.seq))
             self.cnn_layers = arch.num_layers
+        elif cache is not None and ("groups", lay.tp, ckpt) in cache:
+            self.groups, cached_notes = cache[("groups", lay.tp, ckpt)]  # type: ignore[misc]
+            notes += cached_notes
         else:
             full_c = _coefficients(arch, w, False, table, notes)
             for layers, seq in _layers_tokens(arch, r):
@@ -268,7 +300,9 @@ class TrainingTerms:
                 kept = full if not ckpt else _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank,
                                                         lay.tp, _fit_max_seq(arch, w, True))
                 self.groups.append((layers, seq, kept, full))
-        self.head = _head_terms(arch, r, w, lay.tp)
+            if cache is not None:
+                cache[("groups", lay.tp, ckpt)] = (self.groups, list(notes))
+        self.head = _head_terms(arch, r, w, lay.tp)  # type: ignore[arg-type]
         self.beta = _compute_bytes(w)
         self.hidden, self.num_channels, self.resid = arch.hidden_size, arch.num_channels, _residual_bytes(w)
 
@@ -287,8 +321,7 @@ class TrainingTerms:
             zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
         ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
         if ddp_buckets:
-            notes.append(Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
-                              "buckets beside the gradients: one more gradient-sized buffer"))
+            notes.append(DDP_BUCKETS_NOTE)
         self.fixed_other = zero3_work + ddp_buckets
         self.layer_grad = st["gradients"] / n_layers
         head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
@@ -298,9 +331,10 @@ class TrainingTerms:
         self.trainable = st["trainable"]
         self.notes = notes
 
-    def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
-        """Bytes by part at each moment of a step with `batch` sequences per micro-batch and `microbatches`
-        micro-batches per optimizer step (gradient accumulation)."""
+    def phase_parts(self, batch: int, microbatches: int) -> tuple[tuple[float, float, float], ...]:
+        """(gradients, activations, other) bytes at each moment of PHASES (weights and optimizer states are
+        `static` throughout) for `batch` sequences per micro-batch and `microbatches` micro-batches per optimizer
+        step (gradient accumulation)."""
         in_flight = min(self.pp, microbatches) / self.pp  # 1F1B: the first stage holds pp micro-batches
         saved_layer = 0.0  # bytes saved over all layers
         one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
@@ -318,40 +352,40 @@ class TrainingTerms:
             embed = batch * self.num_channels * self.seq * self.seq * self.resid
         activations = saved_layer + head_saved + embed
         recompute = one_layer if self.ckpt else 0.0
-        st = self.static
-        W, O, G = st["weights"], st["optimizer"], st["gradients"]
+        G = self.static["gradients"]
         g_acc = G if microbatches > 1 else 0.0  # gradient accumulation: gradients live through forward too
         fixed_other = self.fixed_other
-        return {
-            # the loss is taken: every saved activation, autocast's weight copies, logits and their fp32 copies
-            "forward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
-                            other=self.amp_casts + head_fwd + fixed_other),
+        return (
+            # forward: the loss is taken: every saved activation, autocast's weight copies, logits and their
+            # fp32 copies
+            (g_acc, activations, self.amp_casts + head_fwd + fixed_other),
             # backward through the loss and the head: the logits' fp32 gradients, no weight gradient yet
-            "backward": dict(weights=W, optimizer=O, gradients=g_acc, activations=activations,
-                             other=self.amp_casts_bwd + head_bwd + fixed_other),
-            # the top layer's backward: the head's gradient exists, its logits are gone; with checkpointing
-            # the layer is recomputed
-            "backward-layers": dict(weights=W, optimizer=O, gradients=max(g_acc, self.head_grad),
-                                    activations=activations - head_saved + recompute,
-                                    other=self.amp_casts_bwd + fixed_other),
-            # the first layer's backward: all gradients but its own, its activations (saved or recomputed)
-            "backward-end": dict(weights=W, optimizer=O, gradients=G - self.layer_grad,
-                                 activations=embed + one_layer, other=fixed_other),
-            "optimizer": dict(weights=W, optimizer=O, gradients=G, activations=0.0,
-                              other=st["optimizer_temp"] + fixed_other),
-        }
+            (g_acc, activations, self.amp_casts_bwd + head_bwd + fixed_other),
+            # backward-layers: the top layer's backward: the head's gradient exists, its logits are gone; with
+            # checkpointing the layer is recomputed
+            (max(g_acc, self.head_grad), activations - head_saved + recompute, self.amp_casts_bwd + fixed_other),
+            # backward-end: the first layer's backward: all gradients but its own, its activations
+            (G - self.layer_grad, embed + one_layer, fixed_other),
+            # optimizer
+            (G, 0.0, self.static["optimizer_temp"] + fixed_other),
+        )
+
+    def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
+        """Bytes by part at each moment of a step (`phase_parts` with the static parts, by name)."""
+        W, O = self.static["weights"], self.static["optimizer"]
+        return {name: dict(weights=W, optimizer=O, gradients=g, activations=a, other=o)
+                for name, (g, a, o) in zip(PHASES, self.phase_parts(batch, microbatches))}
 
     def device_bytes(self, batch: int, microbatches: int, oh: Overheads) -> int:
         """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built: the
         arithmetic of `_levels` on the phases, rounding the weights and optimizer states (the same in every
         phase) once."""
-        ph = self.phases(batch, microbatches)
-        first = ph["forward"]
-        fixed = _round(first["weights"]) + _round(first["optimizer"])
+        b, ceil = ALLOC_BLOCK, math.ceil
+        fixed = int(ceil(self.static["weights"] / b) * b) + int(ceil(self.static["optimizer"] / b) * b)
         top = churn = -1
-        for parts in ph.values():
-            act, other = _round(parts["activations"]), _round(parts["other"])
-            total = fixed + _round(parts["gradients"]) + act + other
+        for g, a, o in self.phase_parts(batch, microbatches):
+            act, other = int(ceil(a / b) * b), int(ceil(o / b) * b)  # _round, inline: the search's hot path
+            total = fixed + int(ceil(g / b) * b) + act + other
             if total > top:  # the first phase with the largest total, as max() picks it
                 top, churn = total, act + other
         return _reserve_and_device(top, churn, oh, self.gpus, self.lay, True)[1]

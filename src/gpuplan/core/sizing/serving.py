@@ -8,13 +8,23 @@ import math
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
-from gpuplan.core.sizing.rates import (GB, _allreduce_s, _base_efficiency, _calibration_notes, _node_gpus, _span,
-                                       link_gbs, matmul_efficiency, peak_flops)
+from gpuplan.core.sizing.rates import (
+    GB,
+    _allreduce_s,
+    _base_efficiency,
+    _calibration_notes,
+    _node_gpus,
+    _span,
+    link_gbs,
+    matmul_efficiency,
+    peak_flops,
+)
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.speed import ComputeOut, InferenceSpeed, SpeedModel, SpeedResult
+
 
 def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
                              sm: SpeedModel, *, gpus_per_node: int | None = None,

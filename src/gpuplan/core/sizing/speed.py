@@ -27,15 +27,28 @@ import math
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import resolve, saved_bytes_per_sample
 from gpuplan.core.sizing.params import ParamCount
-from gpuplan.core.sizing.rates import (GB, _allreduce_s, _base_efficiency, _calibration_notes, _lora_linears, _node_gpus,
-                                       _param_tensors, _span, link_gbs, matmul_efficiency, peak_flops, precision_class,
-                                       tokens_per_sample)
+from gpuplan.core.sizing.rates import (
+    GB,
+    _allreduce_s,
+    _base_efficiency,
+    _calibration_notes,
+    _lora_linears,
+    _node_gpus,
+    _param_tensors,
+    _span,
+    link_gbs,
+    matmul_efficiency,
+    peak_flops,
+    precision_class,
+    tokens_per_sample,
+)
 from gpuplan.core.sizing.serving import estimate_inference_speed
 from gpuplan.schema.estimate import ActivationTable, Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult, TimeEstimate
+
 
 class StepWork:
     """What one training step asks of each GPU, whatever the GPU: FLOPs, bytes saved for backward, kernels,
