@@ -198,7 +198,6 @@ def cnn_feature_elements(arch: ModelArch, image_size: int) -> int:
     total = st.embedding_size * res * res
     res //= 2
     total += st.embedding_size * res * res
-    c_in = st.embedding_size
     for i, (c_out, depth) in enumerate(zip(st.hidden_sizes, st.depths, strict=True)):
         stride = 2 if (i > 0 or st.downsample_in_first_stage) else 1
         for j in range(depth):
@@ -210,5 +209,4 @@ def cnn_feature_elements(arch: ModelArch, image_size: int) -> int:
                 total += red * r_in * r_in + red * res * res + c_out * res * res
             else:
                 total += 2 * c_out * res * res
-        c_in = c_out
     return total

@@ -1,0 +1,78 @@
+"""From the parts of each phase to the three levels a GPU shows: the tensor peak (max_memory_allocated, every
+block rounded as the caching allocator rounds it), the allocator's reserve and the device total with the CUDA
+context, cuBLAS and NCCL. Pure."""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.schema.estimate import MemoryBreakdown, MemoryEstimate, Note, Overheads
+from gpuplan.schema.project import Layout
+from gpuplan.schema.result import MemoryOut
+
+ALLOC_BLOCK = 512  # the CUDA caching allocator rounds every block to 512 bytes
+
+
+def _round(n: float) -> int:
+    return int(math.ceil(n / ALLOC_BLOCK) * ALLOC_BLOCK)
+
+
+def _levels(phases: dict[str, dict[str, float]], kv: float, oh: Overheads, gpus: int, lay: Layout,
+            training: bool) -> tuple[dict[str, dict[str, int]], dict[str, int], str, int, int, int]:
+    """(parts rounded to the allocator's blocks, each phase's total, the peak phase, the tensor peak, the
+    reserve, the device total): plain arithmetic, shared by the estimate and the search."""
+    rounded = {name: {k: _round(v) for k, v in parts.items()} for name, parts in phases.items()}
+    kv_r = _round(kv)
+    totals = {name: sum(parts.values()) + kv_r for name, parts in rounded.items()}
+    peak_phase = max(totals, key=lambda k: totals[k])
+    parts = rounded[peak_phase]
+    peak = (parts["weights"] + parts["gradients"] + parts["optimizer"] + parts["activations"] + kv_r
+            + parts["other"])
+    # the caching allocator's reserve grows with what is allocated and freed in many sizes within a step
+    # (activations, temporaries); weights, optimizer states, a preallocated KV cache and gradients (the same
+    # sizes every step, so their blocks are reused) are not what fragments it
+    reserved, device = _reserve_and_device(peak, parts["activations"] + parts["other"], oh, gpus, lay, training)
+    return rounded, totals, peak_phase, peak, reserved, device
+
+
+def _reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: Layout,
+                        training: bool) -> tuple[int, int]:
+    """The allocator's reserve above a tensor peak of which `churn` bytes are allocated and freed in many sizes
+    within a step, and the device total with the CUDA context and NCCL's communicators."""
+    frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
+    rnd = oh.allocator_rounding_bytes
+    # cuBLAS's workspace comes from the caching allocator too (measured on an H200: benchmarks/device/)
+    reserved = int(math.ceil((peak + frac * churn + oh.cublas_workspace_bytes) / rnd) * rnd)
+    communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
+    return reserved, reserved + oh.cuda_context_bytes + communicators * oh.nccl_bytes_per_communicator
+
+
+def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
+            notes: list[Note], kv: float, trainable: int) -> MemoryEstimate:
+    rounded, totals, peak_phase, peak, reserved, device = _levels(phases, kv, oh, gpus, lay, training)
+    parts = rounded[peak_phase]
+    bd = MemoryBreakdown(
+        weights_bytes=parts["weights"], gradients_bytes=parts["gradients"], optimizer_bytes=parts["optimizer"],
+        activations_bytes=parts["activations"], kv_cache_bytes=_round(kv), other_bytes=parts["other"],
+    )
+    names = {"weights_bytes": "weights", "gradients_bytes": "gradients", "optimizer_bytes": "optimizer states",
+             "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries"}
+    dump = bd.model_dump()
+    dominant = names[max(dump, key=lambda k: dump[k])]
+    phase_name = "backward" if peak_phase.startswith("backward") else peak_phase
+    return MemoryEstimate(
+        breakdown=bd, peak_phase=phase_name, phase_peaks_bytes=totals,
+        trainable_parameters=trainable, peak_tensor_bytes=peak, reserved_bytes=reserved, device_bytes=device,
+        dominant=dominant, gpus=gpus,
+        layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "dp": max(gpus // (lay.tp * lay.pp), 1),
+                "offload": lay.offload},
+        notes=notes,
+    )
+
+
+def memory_out(m: MemoryEstimate, cap: int | None) -> MemoryOut:
+    """An estimate in the JSON's terms, checked against `cap` bytes of GPU memory (None: no GPU given)."""
+    return MemoryOut(**m.breakdown.model_dump(), peak_tensor_bytes=m.peak_tensor_bytes, reserved_bytes=m.reserved_bytes,
+                     device_bytes=m.device_bytes, peak_phase=m.peak_phase, phase_peaks_bytes=m.phase_peaks_bytes,
+                     dominant=m.dominant, fits=None if cap is None else m.device_bytes <= cap,
+                     headroom_bytes=None if cap is None else cap - m.device_bytes)
