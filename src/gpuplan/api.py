@@ -23,16 +23,8 @@ from gpuplan.catalog.loader import (
 from gpuplan.catalog.prices import load_prices
 from gpuplan.catalog.server_rules import load_server_rules
 from gpuplan.core import advise
+from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
-from gpuplan.core.sizing.flops import forward_flops, training_flops
-from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
-from gpuplan.core.sizing.params import count_params
-from gpuplan.core.sizing.project import training_tokens
-from gpuplan.core.sizing.speed import (
-    estimate_inference_speed,
-    estimate_training_speed,
-    tokens_per_sample,
-)
 from gpuplan.errors import InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
@@ -75,77 +67,9 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     if project.model.trace:
         return _estimate_traced(project, base_dir, gpu_row, hw.gpus, catalog_notes)
     model = resolve_model(project.model, base_dir)
-    arch = model.arch
-    w = project.workload
-    if arch.kind == "cnn" and w.task in ("lora", "qlora"):
-        raise InputError(["workload", "task"], f"{w.task} adapts linear layers of transformers; "
-                         f"{arch.model_type} is a CNN", "pretrain, full-finetune, inference")
-    if arch.kind == "cnn" and w.gradient_checkpointing:
-        raise InputError(["workload", "gradient_checkpointing"], f"transformers has no gradient checkpointing for "
-                         f"{arch.model_type}", "false")
-    if w.task == "inference" and arch.kind in ("encoder", "vit", "cnn") and w.kv_cache_dtype:
-        raise InputError(["workload", "kv_cache_dtype"], f"{arch.model_type} keeps no KV cache")
-    params = count_params(arch)
-    table = load_activation_table()
-    mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, load_overheads())
-    r = resolve(arch, w)
-    notes = [*catalog_notes, *mem.notes]
-    time = inference = None
-    if r.training:
-        tok_sample = tokens_per_sample(arch, w)
-        total, how = training_tokens(project, tok_sample)
-        fwd = forward_flops(arch, params, r.seq, target=r.target, eager=w.attention == "eager", image_size=r.seq)
-        tf = training_flops(fwd, frozen_base=w.task in ("lora", "qlora"), checkpointing=w.gradient_checkpointing)
-        compute = ComputeOut(flops_per_token=tf.model_per_token, hardware_flops_per_token=tf.hardware_per_token,
-                             flops_total=tf.model_per_token * total if total else None)
-        if gpu_row is not None:
-            speed = estimate_training_speed(arch, params, w, hw.layout, hw.gpus, gpu_row, load_speed_model(), table,
-                                            trainable=mem.trainable_parameters, total_tokens=total)
-            time, compute = speed.time, speed.compute
-            notes += speed.notes
-            if how and time is not None:
-                time = time.model_copy(update={"assumptions": [*time.assumptions, f"training tokens: {how}"]})
-        if total is None:
-            notes.append(Note(code="no-training-length", message="give workload.tokens, or workload.epochs and "
-                              "data.samples, for the run's FLOPs, wall time and GPU-hours"))
-    else:
-        fwd = forward_flops(arch, params, r.seq, eager=w.attention == "eager", image_size=r.seq)
-        compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
-                             flops_total=None)
-        if gpu_row is not None:
-            # memory caps the batch a latency target may grow to: the KV cache per request must fit
-            max_batch = None
-            if mem.breakdown.kv_cache_bytes and r.batch:
-                free = gpu_row.memory_gib * GIB - (mem.device_bytes - mem.breakdown.kv_cache_bytes)
-                max_batch = max(int(free // (mem.breakdown.kv_cache_bytes / r.batch)), 1)
-            speed = estimate_inference_speed(arch, params, w, hw.layout, hw.gpus, gpu_row, load_speed_model(),
-                                             max_batch=max_batch)
-            inference, compute = speed.inference, speed.compute
-            notes += speed.notes
-    gpu_bytes = int(gpu_row.memory_gib * GIB) if gpu_row else None
-    memory = memory_out(mem, gpu_bytes)
-    inference_keys = {"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
-                      "prefill_tokens", "target_latency_s"}
-    training_keys = {"precision", "optimizer", "optimizer_implementation", "micro_batch_size", "global_batch_size",
-                     "sequence_length", "target_length", "gradient_checkpointing", "lora", "tokens", "epochs", "tf32"}
-    drop = inference_keys if r.training else training_keys
-    workload = {k: v for k, v in w.model_dump(exclude_none=True).items() if k not in drop}
-    if r.training:
-        workload.update(micro_batch_size=r.batch, sequence_length=r.seq)
-        if arch.kind == "encoder-decoder":
-            workload["target_length"] = r.target
-    else:
-        workload.update(batch_size=r.batch, context_length=r.seq, weights_dtype=w.weights_dtype or "bf16")
-    return EstimateResult(
-        project=project.name,
-        model=ModelInfo(name=model.name, origin=model.origin, model_type=arch.model_type, parameters=params.total,
-                        trainable_parameters=mem.trainable_parameters, active_parameters=params.active, source=model.source,
-                        as_of=model.as_of),
-        workload=workload,
-        hardware=HardwareInfo(gpu=gpu_row.id if gpu_row else None, gpus=hw.gpus, layout=mem.layout,
-                              gpu_memory_bytes=gpu_bytes),
-        memory=memory, compute=compute, time=time, inference=inference, notes=notes,
-    )
+    return core_estimate.estimate(project, model.arch, hw, gpu_row, model_name=model.name, origin=model.origin,
+                                  source=model.source, as_of=model.as_of, speed=load_speed_model(),
+                                  table=load_activation_table(), overheads=load_overheads(), notes=catalog_notes)
 
 
 def _trace_project(proj: Project, base_dir: Path | None) -> Any:

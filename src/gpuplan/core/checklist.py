@@ -4,6 +4,9 @@ Pure: the plan's candidates and rejections in, verdicts with their numbers and r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
 from gpuplan.schema.project import Project
@@ -135,63 +138,86 @@ def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog) -
     ]
 
 
-def build_faq(project: Project, rec: Candidate | None, candidates: list[Candidate], rejected: list[Rejected],
+class Listed(Protocol):
+    """What the FAQ reads of each kept candidate (a full Candidate or the search's light record)."""
+
+    @property
+    def gpu_id(self) -> str: ...
+    @property
+    def gpus_per_server(self) -> int: ...
+    @property
+    def servers(self) -> int: ...
+    @property
+    def time_hours(self) -> float | None: ...
+
+
+def build_faq(project: Project, rec: Candidate | None, candidates: Sequence[Listed], rejected: list[Rejected],
               catalog: Catalog, host_support: dict[str, str], platform_needs: dict[str, str]) -> list[FaqAnswer]:
-    out: list[FaqAnswer] = []
+    """The usual questions (dedicated or cloud, multi-GPU, consumer card, host support), answered for the plan."""
+    out = [a for a in (_dedicated_or_cloud(project, rec), _multi_gpu(rec, candidates, catalog)) if a is not None]
+    out.append(_consumer_card(project, candidates, rejected, catalog))
+    host = _host_support(project, rec, catalog, host_support, platform_needs)
+    return out + ([host] if host is not None else [])
+
+
+def _dedicated_or_cloud(project: Project, rec: Candidate | None) -> FaqAnswer | None:
     training = project.workload.task != "inference"
     horizon_h = project.growth.horizon_months * HOURS_PER_MONTH
-
     # dedicated vs cloud: how busy the server would be
     if rec is not None and rec.time_hours is not None and training:
         busy = rec.time_hours * project.growth.data_scale
         share = busy / horizon_h
         answer = ("cloud or rented GPUs for this run" if share < 0.3 else "a dedicated server")
-        out.append(FaqAnswer(
+        return FaqAnswer(
             question="Dedicated server or cloud?", answer=answer,
-            reasons=[f"the run keeps the recommended servers busy {_duration(busy)} of a {horizon_h / HOURS_PER_MONTH:.0f}-month "
-                     f"horizon ({share:.0%})",
+            reasons=[f"the run keeps the recommended servers busy {_duration(busy)} of a "
+                     f"{horizon_h / HOURS_PER_MONTH:.0f}-month horizon ({share:.0%})",
                      "below about a third of the time, renting is usually cheaper than owning; the deployment "
-                     "comparison (`gpuplan cost`) prices both"]))
-    elif rec is not None and not training:
-        out.append(FaqAnswer(question="Dedicated server or cloud?",
-                             answer="a dedicated (or reserved) server: serving runs around the clock",
-                             reasons=["production inference keeps GPUs busy continuously, where owning or "
-                                      "reserving beats on-demand prices; `gpuplan cost` compares them"]))
+                     "comparison (`gpuplan cost`) prices both"])
+    if rec is not None and not training:
+        return FaqAnswer(question="Dedicated server or cloud?",
+                         answer="a dedicated (or reserved) server: serving runs around the clock",
+                         reasons=["production inference keeps GPUs busy continuously, where owning or "
+                                  "reserving beats on-demand prices; `gpuplan cost` compares them"])
+    return None
 
-    # multi-GPU worth it?
+
+def _multi_gpu(rec: Candidate | None, candidates: Sequence[Listed], catalog: Catalog) -> FaqAnswer | None:
+    if rec is None:
+        return None
     singles = [c for c in candidates if c.gpus_per_server * c.servers == 1]
-    if rec is not None:
-        n = rec.gpus_per_server * rec.servers
-        reasons = []
-        if n == 1:
-            answer = "no: one GPU does it"
-            reasons.append("the recommendation uses a single GPU")
-        else:
-            lay = rec.layout
-            kind = ("model parallel (tensor/pipeline: the model does not fit one GPU)" if lay.tp * lay.pp > 1
-                    else "data parallel (ZeRO-%s)" % lay.zero)
-            reasons.append(f"the recommendation spreads the work over {n} GPUs, {kind}")
-            same = [c for c in singles if c.gpu_id == rec.gpu_id]
-            if same and rec.time_hours and same[0].time_hours:
-                speedup = same[0].time_hours / rec.time_hours
-                reasons.append(f"{speedup:,.1f}x faster than one {rec.gpu_id} ({_duration(same[0].time_hours)} "
-                               f"-> {_duration(rec.time_hours)}), {speedup / n:.0%} scaling efficiency")
-                answer = "yes" if speedup / n > 0.7 else "only partly: communication eats much of the gain"
-            elif not singles:
-                answer = "yes, necessarily: no single GPU fits the job"
-            else:
-                answer = "yes"
-            gpu = catalog.gpus.rows[rec.gpu_id]
-            reasons.append(f"interconnect: {gpu.interconnect.kind} {gpu.interconnect.bandwidth_gbs:g} GB/s between "
-                           f"up to {gpu.interconnect.domain_gpus} GPUs" if gpu.interconnect.kind != "none" else
-                           "interconnect: PCIe only, no NVLink: keep tensor parallelism off this card")
-        out.append(FaqAnswer(question="Is multi-GPU worth it here?", answer=answer, reasons=reasons))
+    n = rec.gpus_per_server * rec.servers
+    reasons = []
+    if n == 1:
+        return FaqAnswer(question="Is multi-GPU worth it here?", answer="no: one GPU does it",
+                         reasons=["the recommendation uses a single GPU"])
+    lay = rec.layout
+    kind = ("model parallel (tensor/pipeline: the model does not fit one GPU)" if lay.tp * lay.pp > 1
+            else "data parallel (ZeRO-%s)" % lay.zero)
+    reasons.append(f"the recommendation spreads the work over {n} GPUs, {kind}")
+    same = [c for c in singles if c.gpu_id == rec.gpu_id]
+    if same and rec.time_hours and same[0].time_hours:
+        speedup = same[0].time_hours / rec.time_hours
+        reasons.append(f"{speedup:,.1f}x faster than one {rec.gpu_id} ({_duration(same[0].time_hours)} "
+                       f"-> {_duration(rec.time_hours)}), {speedup / n:.0%} scaling efficiency")
+        answer = "yes" if speedup / n > 0.7 else "only partly: communication eats much of the gain"
+    elif not singles:
+        answer = "yes, necessarily: no single GPU fits the job"
+    else:
+        answer = "yes"
+    gpu = catalog.gpus.rows[rec.gpu_id]
+    reasons.append(f"interconnect: {gpu.interconnect.kind} {gpu.interconnect.bandwidth_gbs:g} GB/s between "
+                   f"up to {gpu.interconnect.domain_gpus} GPUs" if gpu.interconnect.kind != "none" else
+                   "interconnect: PCIe only, no NVLink: keep tensor parallelism off this card")
+    return FaqAnswer(question="Is multi-GPU worth it here?", answer=answer, reasons=reasons)
 
-    # consumer card?
+
+def _consumer_card(project: Project, candidates: Sequence[Listed], rejected: list[Rejected],
+                   catalog: Catalog) -> FaqAnswer:
     consumer = [c for c in candidates if catalog.gpus.rows[c.gpu_id].market_class == "consumer"]
     consumer_rej = [r for r in rejected if r.gpu_id in catalog.gpus.rows and
                     catalog.gpus.rows[r.gpu_id].market_class == "consumer"]
-    production = project.goals is not None and project.goals.purpose == "production"
+    production = project.goals.purpose == "production"
     reasons = ["consumer cards: 24-32 GB, no ECC, no NVLink (except RTX 3090), half-rate tensor maths with FP32 "
                "accumulate, open-air coolers that throttle in dense builds, and a driver licence that excludes "
                "datacenter deployment"]
@@ -205,22 +231,23 @@ def build_faq(project: Project, rec: Candidate | None, candidates: list[Candidat
         answer = "no"
         if consumer_rej:
             reasons.append(f"{consumer_rej[0].gpu_id}: {consumer_rej[0].reason}")
-    out.append(FaqAnswer(question="Can a consumer card do it?", answer=answer, reasons=reasons))
+    return FaqAnswer(question="Can a consumer card do it?", answer=answer, reasons=reasons)
 
-    # host support
-    if rec is not None:
-        gpu = catalog.gpus.rows[rec.gpu_id]
-        needs = [host_support.get(gpu.generation, "a current driver and toolkit for the GPU")]
-        if gpu.interconnect.kind == "nvlink-switch" and rec.gpus_per_server > 2:
-            needs.append(platform_needs["nvswitch"])
-        if rec.servers > 1:
-            needs.append(platform_needs["multi_node"])
-        if production:
-            needs.append(platform_needs["production"])
-        out.append(FaqAnswer(question="What support must the host give?",
-                             answer="; ".join(needs[:1]) + ("; and more below" if len(needs) > 1 else ""),
-                             reasons=needs))
-    return out
+
+def _host_support(project: Project, rec: Candidate | None, catalog: Catalog, host_support: dict[str, str],
+                  platform_needs: dict[str, str]) -> FaqAnswer | None:
+    if rec is None:
+        return None
+    gpu = catalog.gpus.rows[rec.gpu_id]
+    needs = [host_support.get(gpu.generation, "a current driver and toolkit for the GPU")]
+    if gpu.interconnect.kind == "nvlink-switch" and rec.gpus_per_server > 2:
+        needs.append(platform_needs["nvswitch"])
+    if rec.servers > 1:
+        needs.append(platform_needs["multi_node"])
+    if project.goals.purpose == "production":
+        needs.append(platform_needs["production"])
+    return FaqAnswer(question="What support must the host give?",
+                     answer="; ".join(needs[:1]) + ("; and more below" if len(needs) > 1 else ""), reasons=needs)
 
 
 __all__ = ["CHECKLIST", "build_checklist", "build_faq"]
