@@ -66,6 +66,15 @@ def same_cost_usd(budget: Budget | None, horizon: int, usd_to_budget: float) -> 
     return SAME_BUDGET_FRACTION * budget_limit(budget, horizon) / usd_to_budget
 
 
+#: the score a candidate without a price starts from (every priced candidate scores below it): scores stay finite
+UNPRICED = 10**6
+
+
+def _rel(t: float, t_min: float) -> float:
+    """t against the fastest, finite: a candidate with no time at all (nothing to rank it by) counts as UNPRICED."""
+    return t / t_min if math.isfinite(t) and math.isfinite(t_min) else float(UNPRICED)
+
+
 def _time(c: Ranked) -> float:
     return c.time_hours if c.time_hours is not None else (c.request_latency_s or math.inf)
 
@@ -105,19 +114,20 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0) -> list[tup
         if objective == "cost":
             # costs within 10% (or same_cost) are the same cost: then fewer GPUs (a simpler machine), then time
             base = p_min + same_cost
-            bucket = math.floor(math.log(max(price, base) / base) / math.log(SAME)) if math.isfinite(price) else 10**6
+            bucket = math.floor(math.log(max(price, base) / base) / math.log(SAME)) if math.isfinite(price) else UNPRICED
             n = c.gpus_per_server * c.servers
-            score = bucket + 1e-2 * math.log2(n) + 1e-4 * t / t_min
+            score = bucket + 1e-2 * math.log2(n) + (1e-4 * t / t_min if math.isfinite(t / t_min) else 1e-4 * UNPRICED)
         elif objective == "time":
             # times within 10% are the same time: then the cheaper (a faster candidate that costs more is
             # still listed, and on the Pareto front)
-            bucket = math.floor(math.log(t / t_min) / math.log(SAME)) if math.isfinite(t) else 10**6
+            bucket = math.floor(math.log(t / t_min) / math.log(SAME)) if math.isfinite(t) and math.isfinite(t_min) \
+                else UNPRICED
             score = bucket + (0.5 * (1 - p_min / price) if math.isfinite(price) else 0.5)
-        else:  # balanced: geometric mean of the two ratios
-            score = math.sqrt((price / p_min) * (t / t_min)) if math.isfinite(price) else math.inf
+        else:  # balanced: geometric mean of the two ratios; without a price, after every priced one, by time
+            score = math.sqrt((price / p_min) * (t / t_min)) if math.isfinite(price) else UNPRICED + _rel(t, t_min)
         out.append((c, score, on_front))
     return sorted(out, key=lambda r: (r[1], r[0].cost_usd if r[0].cost_usd is not None else math.inf, _time(r[0])))
 
 
-__all__ = ["SAME", "SAME_BUDGET_FRACTION", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank",
+__all__ = ["SAME", "SAME_BUDGET_FRACTION", "UNPRICED", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank",
            "same_cost_usd"]
