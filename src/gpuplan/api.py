@@ -25,6 +25,7 @@ from gpuplan.catalog.server_rules import load_server_rules
 from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
+from gpuplan.core.sizing.lora import check_targets
 from gpuplan.errors import InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
@@ -66,10 +67,20 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
 
     if project.model.trace:
         return _estimate_traced(project, base_dir, gpu_row, hw.gpus, catalog_notes)
-    model = resolve_model(project.model, base_dir)
+    model = _resolve(project, base_dir)
     return core_estimate.estimate(project, model.arch, hw, gpu_row, model_name=model.name, origin=model.origin,
                                   source=model.source, as_of=model.as_of, speed=load_speed_model(),
                                   table=load_activation_table(), overheads=load_overheads(), notes=catalog_notes)
+
+
+def _resolve(project: Project, base_dir: Path | None) -> Any:
+    """The project's model, resolved, with its LoRA targets checked against the model's own linear layers (a target
+    it lacks would adapt nothing, silently)."""
+    model = resolve_model(project.model, base_dir)
+    w = project.workload
+    if w.task in ("lora", "qlora") and w.lora is not None:
+        check_targets(model.arch, w.lora.targets)
+    return model
 
 
 def _trace_project(proj: Project, base_dir: Path | None) -> Any:
@@ -164,7 +175,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})
     bundle = load_bundle(catalog=catalog, catalog_files=catalog_files, price_files=price_files)
     traced = _trace_project(proj, base) if proj.model.trace else None
-    arch = resolve_model(proj.model, base).arch if traced is None else None
+    arch = _resolve(proj, base).arch if traced is None else None
     return advise.plan(proj, bundle, arch=arch, traced=traced, objective=objective, top=top,  # type: ignore[arg-type]
                        clock=time.perf_counter)
 
@@ -192,7 +203,7 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
         lay = Layout(zero=3)  # more than one GPU and no layout given: shard everything (FSDP)
     head = headroom if headroom is not None else proj.constraints.memory_headroom
     usable = int(row.memory_gib * GIB * (1 - head))
-    arch = resolve_model(proj.model, base).arch
+    arch = _resolve(proj, base).arch
     limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads())
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},

@@ -5,7 +5,10 @@
     │   └── UnknownNameError      a name that is not in a catalog: .suggestions ("did you mean")
     ├── CatalogError              a data file: .path, .row, .field
     ├── HubUnavailableError       a Hugging Face model that is neither reachable nor cached: .cache_path
-    └── InfeasibleError           nothing satisfies the project: the binding constraint and the gap
+    ├── InfeasibleError           nothing satisfies the project: the binding constraint and the gap
+    └── InternalError             a bug: an unexpected exception below the CLI (exit code 3), one line, no traceback
+
+A value the user gave is echoed back in a message through `clip` (at most ECHO_CHARS characters of it).
 """
 
 from __future__ import annotations
@@ -21,7 +24,21 @@ ErrorCode = Literal[
     "hub-unavailable",
     "infeasible",
     "unsupported-model",
+    "internal",
 ]
+
+#: the most characters of a user's value an error message echoes back
+ECHO_CHARS = 200
+
+
+def clip(value: object, limit: int = ECHO_CHARS) -> str:
+    """repr(value), cut to about `limit` characters ("... (12,345 characters)" says how long it was)."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class GpuplanError(Exception):
@@ -43,7 +60,8 @@ def _join_loc(loc: Sequence[str | int]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            part = str(part)
+            out += ("." if out else "") + (part if len(part) <= ECHO_CHARS else part[:ECHO_CHARS] + "...")
     return out
 
 
@@ -90,7 +108,7 @@ class UnknownNameError(InputError):
         known_list = sorted(set(known))
         self.name = name
         self.suggestions = suggest(name, known_list)
-        message = f"unknown {kind} {name!r}"
+        message = f"unknown {kind} {clip(name)}"
         if self.suggestions:
             message += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         allowed = None
@@ -113,6 +131,10 @@ class CatalogError(GpuplanError):
     code: ErrorCode = "catalog-invalid"
 
     def __init__(self, path: str, message: str, row: str | int | None = None, field: str | None = None):
+        if isinstance(row, str) and len(row) > ECHO_CHARS:
+            row = row[:ECHO_CHARS] + "..."
+        if field and len(field) > ECHO_CHARS:
+            field = field[:ECHO_CHARS] + "..."
         self.path, self.row, self.field = path, row, field
         where = path
         if row is not None:
@@ -142,8 +164,28 @@ class InfeasibleError(GpuplanError):
     code: ErrorCode = "infeasible"
 
 
+class InternalError(GpuplanError):
+    """An unexpected exception: a bug in gpuplan, not in the input. One line; `--debug` shows the traceback."""
+
+    code: ErrorCode = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"internal error: {message} (a bug in gpuplan, please report it; "
+                         "`gpuplan --debug ...` shows the traceback)")
+
+    @classmethod
+    def wrap(cls, exc: BaseException) -> InternalError:
+        """The one-line error for an exception that escaped: its type and the start of its message."""
+        text = " ".join(str(exc).split())
+        if len(text) > ECHO_CHARS:
+            text = text[:ECHO_CHARS] + "..."
+        return cls(f"{type(exc).__name__}" + (f": {text}" if text else ""))
+
+
 def suggest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
-    """Close matches for a mistyped name (case-insensitive)."""
+    """Close matches for a mistyped name (case-insensitive); none for a name too long to be a typo."""
+    if not isinstance(name, str) or len(name) > 2 * ECHO_CHARS:
+        return []
     by_lower: dict[str, str] = {}
     for k in known:
         by_lower.setdefault(k.lower(), k)

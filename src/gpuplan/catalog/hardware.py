@@ -6,17 +6,16 @@ and the field."""
 from __future__ import annotations
 
 import datetime
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from gpuplan.errors import CatalogError
+from gpuplan.catalog import reading
+from gpuplan.errors import CatalogError, clip
 from gpuplan.schema.catalog import Catalog, Origin, Table
 from gpuplan.schema.hardware import CatalogRow, Gpu
 from gpuplan.schema.server import Cpu, Drive, Nic, Platform
@@ -34,21 +33,22 @@ KINDS: dict[str, tuple[type[CatalogRow], str, str]] = {
 
 
 def _parse(text: str, path: str) -> dict[str, Any]:
-    if path.endswith((".yaml", ".yml")):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise CatalogError(path, f"not valid YAML: {exc}") from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise CatalogError(path, f"not valid TOML: {exc}") from None
+    kind = "yaml" if path.endswith((".yaml", ".yml")) else "toml"
+    try:
+        data = reading.parse(text, kind, check=False)
+    except reading.Unreadable as exc:
+        raise CatalogError(path, exc.message) from None
     if not isinstance(data, dict):
         raise CatalogError(path, "a catalog file is a mapping of tables (gpu, cpu, platform, drive, nic)")
+    try:
+        reading.check_values(data)
+        reading.check_rows(data, list(KINDS))
+    except reading.Unreadable as exc:
+        row, field = reading.row_error_at(data, exc.loc)
+        raise CatalogError(path, exc.message, row=row, field=field) from None
     version = data.get("schema_version", 1)
     if version not in SCHEMA_VERSIONS:
-        raise CatalogError(path, f"schema_version {version!r} is not one this gpuplan reads "
+        raise CatalogError(path, f"schema_version {clip(version)} is not one this gpuplan reads "
                                  f"({', '.join(map(str, SCHEMA_VERSIONS))})", field="schema_version")
     return data
 
@@ -61,7 +61,7 @@ def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: boo
             from gpuplan.errors import suggest
 
             hint = suggest(unknown[0], KINDS)
-            raise CatalogError(path, f"unknown table {unknown[0]!r}"
+            raise CatalogError(path, f"unknown table {clip(unknown[0])}"
                                + (f"; did you mean {hint[0]!r}?" if hint else "")
                                + f" (allowed: {', '.join(KINDS)})")
     for kind in kinds:
@@ -79,9 +79,11 @@ def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: boo
                 err = exc.errors()[0]
                 loc = ".".join(map(str, err["loc"]))
                 msg = err["msg"].removeprefix("Value error, ")
-                raise CatalogError(path, msg, row=row.get("id", i + 1), field=loc or None) from None
+                ident = row.get("id")
+                raise CatalogError(path, msg, row=ident[:80] if isinstance(ident, str) else i + 1,
+                                   field=loc or None) from None
             if obj.id in seen:
-                raise CatalogError(path, f"id {obj.id!r} appears twice", row=obj.id, field="id")
+                raise CatalogError(path, f"id {clip(obj.id)} appears twice", row=obj.id, field="id")
             if obj.as_of > datetime.date.today():
                 raise CatalogError(path, f"as_of {obj.as_of} is in the future", row=obj.id, field="as_of")
             price = getattr(obj, "price", None)
@@ -99,7 +101,7 @@ def _builtin() -> dict[str, list[CatalogRow]]:
     for kind, (_, fname, _) in KINDS.items():
         path = f"gpuplan/data/{fname}"
         text = resources.files("gpuplan.data").joinpath(fname).read_text(encoding="utf-8")
-        out[kind] = _rows(_parse(text, path), path, [kind], user=False)[kind]
+        out[kind] = _rows(reading.builtin_toml(text), path, [kind], user=False)[kind]
     return out
 
 
@@ -110,8 +112,8 @@ def _check_aliases(kind: str, rows: dict[str, CatalogRow], origins: dict[str, Or
         for name in (row.id, *row.aliases):
             key = name.lower()
             if key in owner and owner[key] != row.id:
-                raise CatalogError(origins[row.id].file, f"{kind} name {name!r} would mean both {owner[key]!r} "
-                                   f"and {row.id!r}", row=row.id, field="aliases")
+                raise CatalogError(origins[row.id].file, f"{kind} name {clip(name)} would mean both "
+                                   f"{clip(owner[key])} and {clip(row.id)}", row=row.id, field="aliases")
             owner[key] = row.id
 
 
@@ -123,9 +125,9 @@ def load_catalog(user_files: Sequence[str | Path] = ()) -> Catalog:
     for f in user_files:
         p = Path(f)
         try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CatalogError(str(p), f"cannot read: {exc.strerror or exc}") from None
+            text = reading.read_text(p)
+        except reading.Unreadable as exc:
+            raise CatalogError(str(p), exc.reason or exc.message) from None
         user_rows.append((str(p), _rows(_parse(text, str(p)), str(p), KINDS, user=True)))
     for kind, (_, fname, plural) in KINDS.items():
         rows: dict[str, CatalogRow] = {r.id: r for r in builtin[kind]}

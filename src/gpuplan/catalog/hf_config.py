@@ -14,37 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuplan.errors import InputError, UnsupportedModelError
+from gpuplan.catalog.config_reader import Reader as _Reader
+from gpuplan.catalog.config_reader import dropout as _dropout
+from gpuplan.errors import InputError, UnsupportedModelError, clip
 from gpuplan.schema.model import ModelArch, MoE, ResNetStages
-
-Config = Mapping[str, Any]
-
-
-class _Reader:
-    """Reads keys from a config, naming the file and key in errors."""
-
-    def __init__(self, config: Config, source: str) -> None:
-        self.config, self.source = config, source
-
-    def get(self, *names: str, default: Any = None, required: bool = False) -> Any:
-        for name in names:
-            if name in self.config and self.config[name] is not None:
-                return self.config[name]
-        if required:
-            raise InputError(
-                [names[0]], "missing from config.json, and the architecture needs it", source=self.source
-            )
-        return default
-
-    def int(self, *names: str, default: int | None = None) -> int:
-        value = self.get(*names, default=default, required=default is None)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError([names[0]], f"must be an integer, got {value!r}", source=self.source)
-        return value
-
-
-def _dropout(r: _Reader, *names: str) -> float:
-    return float(r.get(*names, default=0.0))
 
 
 def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int | None, int]:
@@ -52,13 +25,14 @@ def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int
     window = r.get("sliding_window", default=default_window)
     if not window:
         return None, 0
+    window = r.int("sliding_window", default=default_window or 0, positive=True)
     layer_types = r.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
         n = sum(1 for t in layer_types[:n_layers] if t == "sliding_attention")
-        return (int(window), n) if n else (None, 0)
+        return (window, n) if n else (None, 0)
     if r.get("use_sliding_window") is False:
         return None, 0
-    return int(window), n_layers
+    return window, n_layers
 
 
 #: transformers' class defaults when a config omits num_key_value_heads / head_dim (None: the head count /
@@ -70,7 +44,7 @@ _HEAD_DIM_DEFAULT = {"qwen3": 128, "gemma": 256, "gemma2": 256, "gemma3_text": 2
 
 def _llama_like(r: _Reader, model_type: str, **overrides: Any) -> dict[str, Any]:
     h = r.int("hidden_size")
-    heads = r.int("num_attention_heads")
+    heads = r.int("num_attention_heads", positive=True)
     n_layers = r.int("num_hidden_layers")
     fields: dict[str, Any] = dict(
         model_type=model_type,
@@ -103,8 +77,8 @@ def _read_mistral(r: _Reader) -> dict[str, Any]:
 
 
 def _moe_fields(r: _Reader, n_layers: int, expert_size: int, shared: int = 0, gate: bool = False) -> MoE:
-    step = r.int("decoder_sparse_step", default=1)
-    only_dense = set(r.get("mlp_only_layers", default=[]) or [])
+    step = r.int("decoder_sparse_step", default=1, positive=True)
+    only_dense = set(r.ints("mlp_only_layers", []))
     n_moe = sum(1 for i in range(n_layers) if i not in only_dense and (i + 1) % step == 0)
     return MoE(
         num_experts=r.int("num_local_experts", "num_experts"),
@@ -168,7 +142,7 @@ def _read_gemma2(r: _Reader, model_type: str = "gemma2", qk_norm: bool = False) 
     n = r.int("num_hidden_layers")
     window, n_sw = _sliding(r, n, 4096)
     if window and r.get("layer_types") is None:
-        pattern = r.int("sliding_window_pattern", default=2 if model_type == "gemma2" else 6)
+        pattern = r.int("sliding_window_pattern", default=2 if model_type == "gemma2" else 6, positive=True)
         n_sw = sum(1 for i in range(n) if (i + 1) % pattern != 0)
     return _llama_like(
         r, model_type, tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norms_per_layer=4,
@@ -217,12 +191,12 @@ def _read_gpt_neox(r: _Reader) -> dict[str, Any]:
 
 def _read_gpt2(r: _Reader) -> dict[str, Any]:
     h = r.int("n_embd", "hidden_size", default=768)
-    heads = r.int("n_head", "num_attention_heads", default=12)
-    inner = r.get("n_inner")
+    heads = r.int("n_head", "num_attention_heads", default=12, positive=True)
+    inner = r.int("n_inner", default=0)
     positions = r.int("n_positions", default=1024)
     return dict(
         model_type="gpt2", kind="decoder", hidden_size=h, num_layers=r.int("n_layer", "num_hidden_layers", default=12),
-        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=int(inner) if inner else 4 * h,
+        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=inner or 4 * h,
         vocab_size=r.int("vocab_size", default=50257), max_position_embeddings=positions, positions="learned",
         position_rows=positions, tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)),
         norm="layernorm", norm_bias=True, qkv_bias=True, o_bias=True, mlp_gated=False, mlp_bias=True,
@@ -234,7 +208,7 @@ def _read_gpt2(r: _Reader) -> dict[str, Any]:
 
 def _read_falcon(r: _Reader) -> dict[str, Any]:
     h = r.int("hidden_size")
-    heads = r.int("num_attention_heads", "n_head")
+    heads = r.int("num_attention_heads", "n_head", positive=True)
     new_arch = bool(r.get("new_decoder_architecture", default=False))
     if new_arch:
         kv = r.int("num_kv_heads", "n_head_kv", default=heads)
@@ -263,7 +237,7 @@ def _read_falcon(r: _Reader) -> dict[str, Any]:
 
 def _read_bloom(r: _Reader) -> dict[str, Any]:
     h = r.int("hidden_size", "n_embed", default=64)
-    heads = r.int("n_head", "num_attention_heads", default=8)
+    heads = r.int("n_head", "num_attention_heads", default=8, positive=True)
     return dict(
         model_type="bloom", kind="decoder", hidden_size=h, num_layers=r.int("n_layer", "num_hidden_layers", default=2),
         num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=4 * h,
@@ -284,7 +258,7 @@ def _num_labels(r: _Reader, default: int) -> int:
 
 def _read_bert(r: _Reader, model_type: str = "bert", pooler: bool = True) -> dict[str, Any]:
     h = r.int("hidden_size", default=768)
-    heads = r.int("num_attention_heads", default=12)
+    heads = r.int("num_attention_heads", default=12, positive=True)
     positions = r.int("max_position_embeddings", default=512)
     return dict(
         model_type=model_type, kind="encoder", hidden_size=h, num_layers=r.int("num_hidden_layers", default=12),
@@ -328,8 +302,8 @@ def _read_mt5(r: _Reader) -> dict[str, Any]:
 
 def _read_vit(r: _Reader) -> dict[str, Any]:
     h = r.int("hidden_size", default=768)
-    heads = r.int("num_attention_heads", default=12)
-    image, patch = r.int("image_size", default=224), r.int("patch_size", default=16)
+    heads = r.int("num_attention_heads", default=12, positive=True)
+    image, patch = r.int("image_size", default=224), r.int("patch_size", default=16, positive=True)
     return dict(
         model_type="vit", kind="vit", hidden_size=h, num_layers=r.int("num_hidden_layers", default=12), num_heads=heads,
         num_kv_heads=heads, head_dim=h // heads, intermediate_size=r.int("intermediate_size", default=3072),
@@ -343,10 +317,12 @@ def _read_vit(r: _Reader) -> dict[str, Any]:
 
 
 def _read_resnet(r: _Reader) -> dict[str, Any]:
-    sizes = list(r.get("hidden_sizes", default=[256, 512, 1024, 2048]))
+    sizes = r.ints("hidden_sizes", [256, 512, 1024, 2048])
+    if not sizes:
+        raise InputError(["hidden_sizes"], "must list at least one stage", source=r.source)
     stages = ResNetStages(
         embedding_size=r.int("embedding_size", default=64), hidden_sizes=sizes,
-        depths=list(r.get("depths", default=[3, 4, 6, 3])), layer_type=r.get("layer_type", default="bottleneck"),
+        depths=r.ints("depths", [3, 4, 6, 3]), layer_type=r.get("layer_type", default="bottleneck"),
         downsample_in_first_stage=bool(r.get("downsample_in_first_stage", default=False)),
         downsample_in_bottleneck=bool(r.get("downsample_in_bottleneck", default=False)),
     )
@@ -370,19 +346,20 @@ READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 
 
-def arch_from_hf_config(config: Config, *, source: str = "config.json") -> ModelArch:
+def arch_from_hf_config(config: Mapping[str, Any], *, source: str = "config.json") -> ModelArch:
     """Describe the model of a Hugging Face config.json dict. Raises InputError naming the key."""
     if not isinstance(config, Mapping):
         raise InputError([], "a config.json must be a JSON object", source=source)
     model_type = config.get("model_type")
-    if model_type not in READERS:
+    if not isinstance(model_type, str) or model_type not in READERS:
         raise UnsupportedModelError(
-            ["model_type"], f"unsupported model_type {model_type!r}",
+            ["model_type"], f"unsupported model_type {clip(model_type)}",
             ", ".join(SUPPORTED_MODEL_TYPES), source=source,
         )
-    fields = READERS[model_type](_Reader(config, source))
     try:
-        return ModelArch(**fields)
-    except ValidationError as exc:
+        return ModelArch(**READERS[model_type](_Reader(config, source)))
+    except ValidationError as exc:  # a size out of bounds, or a ResNet stage / MoE field of the wrong type
         err = exc.errors()[0]
-        raise InputError(list(map(str, err["loc"])), err["msg"], source=source) from None
+        loc = [str(p) for p in err["loc"]]
+        got = f" (got {clip(err['input'])})" if not isinstance(err.get("input"), (dict, list)) else ""
+        raise InputError(loc, err["msg"].removeprefix("Value error, ") + got, source=source) from None

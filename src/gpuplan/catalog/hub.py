@@ -23,7 +23,6 @@ so it is not fetched.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -78,8 +77,15 @@ def fetch_config(
     InputError when the id is not a valid Hub id or the file is not a JSON object.
     """
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
-    from huggingface_hub.utils import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, HFValidationError,
-                                       LocalEntryNotFoundError, OfflineModeIsEnabled, RepositoryNotFoundError)
+    from huggingface_hub.utils import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+    )
 
     folder = str(Path(cache_dir).expanduser().resolve()) if cache_dir is not None else hub_cache_dir()
     offline = is_offline() if offline is None else offline
@@ -121,13 +127,16 @@ def fetch_config(
 
 
 def _read_config(path: Path) -> dict[str, Any]:
+    from gpuplan.catalog import reading
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError([], f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError([], f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                         source=str(path)) from None
+        text = reading.read_text(path)
+    except reading.Unreadable as exc:
+        raise InputError([], exc.message, source=None if exc.reason else str(path)) from None
+    try:
+        data = reading.parse(text, "json")  # nesting, duplicate keys, NaN and huge numbers refused
+    except reading.Unreadable as exc:
+        raise InputError(exc.loc, exc.message, source=str(path)) from None
     if not isinstance(data, dict):
         raise InputError([], "a config.json must be a JSON object", source=str(path))
     return data

@@ -4,7 +4,6 @@ files. Every error names the file, the row or field path, what is allowed and a 
 from __future__ import annotations
 
 import datetime
-import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -12,11 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuplan.catalog import reading
 from gpuplan.catalog.hf_config import arch_from_hf_config
-from gpuplan.errors import CatalogError, InputError, UnknownNameError, UnsupportedModelError, suggest
+from gpuplan.core.sizing.lora import check_target_names
+from gpuplan.errors import CatalogError, InputError, UnknownNameError, UnsupportedModelError, clip, suggest
 from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
@@ -59,12 +59,12 @@ def _data_text(name: str) -> str:
 
 def _read_toml(text: str, path: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        data = reading.builtin_toml(text) if path.startswith("gpuplan/data/") else tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(path, f"not valid TOML: {exc}") from None
     version = data.get("schema_version")
     if version not in SCHEMA_VERSIONS:
-        raise CatalogError(path, f"schema_version {version!r} is not one this gpuplan reads "
+        raise CatalogError(path, f"schema_version {clip(version)} is not one this gpuplan reads "
                                  f"({', '.join(map(str, SCHEMA_VERSIONS))})", field="schema_version")
     return data
 
@@ -226,14 +226,17 @@ def _sub_model(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseMod
 def translate_validation_error(exc: ValidationError, source: str, root: type[BaseModel] = Project) -> InputError:
     """The first pydantic error as an InputError: field path, what is wrong, what is allowed, did you mean."""
     err = exc.errors()[0]
-    loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))]
     kind = err["type"]
+    raw = list(err["loc"])
+    last = raw[-1:] if kind == "extra_forbidden" else []  # the unknown key itself, whatever its spelling
+    loc = [p for p in raw[:len(raw) - len(last)]
+           if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))] + last
     if kind == "extra_forbidden":
         parent = _sub_model(root, loc[:-1])
         known = _field_names(parent) if parent else []
         name = str(loc[-1])
         hint = suggest(name, known)
-        msg = f"unknown key {name!r}" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+        msg = f"unknown key {clip(name)}" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
         error = InputError(loc, msg, ", ".join(known) or None, source=source)
         error.suggestions = hint  # type: ignore[attr-defined]
         return error
@@ -241,13 +244,13 @@ def translate_validation_error(exc: ValidationError, source: str, root: type[Bas
         expected = err.get("ctx", {}).get("expected", "")
         allowed = [a.strip().strip("'") for a in expected.replace(" or ", ", ").split(",") if a.strip()]
         hint = suggest(str(err.get("input")), allowed)
-        msg = f"{err.get('input')!r} is not allowed" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+        msg = f"{clip(err.get('input'))} is not allowed" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
         return InputError(loc, msg, ", ".join(allowed), source=source)
     if kind == "missing":
         return InputError(loc, "is required", source=source)
     msg = err["msg"].removeprefix("Value error, ")
     if "input" in err and not isinstance(err["input"], (dict, list)):
-        msg += f" (got {err['input']!r})"
+        msg += f" (got {clip(err['input'])})"
     return InputError(loc, msg, source=source)
 
 
@@ -255,29 +258,32 @@ def parse_project(data: Any, source: str = "project") -> Project:
     if not isinstance(data, Mapping):
         raise InputError([], "a project file must be a mapping of keys (name, model, workload, ...)", source=source)
     try:
-        return Project.model_validate(data)
+        reading.check_values(data)
+    except reading.Unreadable as exc:
+        raise InputError(exc.loc, exc.message, source=source) from None
+    try:
+        project = Project.model_validate(data)
     except ValidationError as exc:
         raise translate_validation_error(exc, source) from None
+    if project.workload.lora is not None:  # a typo; a name this model lacks is checked with the model (check_targets)
+        try:
+            check_target_names(project.workload.lora.targets)
+        except InputError as exc:
+            raise InputError(exc.loc, exc.detail, exc.allowed, source=source) from None
+    return project
 
 
 def read_structured(path: Path) -> Any:
-    """YAML or JSON from a file, with errors that name the file and line."""
+    """YAML or JSON from a file, with errors that name the file and line (catalog/reading.py: size, UTF-8,
+    nesting, duplicate keys, NaN and huge numbers refused)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError([], f"no such file: {path}") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InputError([], f"cannot read {path}: {exc}") from None
+        text = reading.read_text(path)
+    except reading.Unreadable as exc:
+        raise InputError([], exc.message, source=None if exc.reason else str(path)) from None
     try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise InputError([], f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError([], f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+        return reading.parse(text, "json" if path.suffix.lower() == ".json" else "yaml")
+    except reading.Unreadable as exc:
+        raise InputError(exc.loc, exc.message, source=str(path)) from None
 
 
 def load_project(path: str | Path) -> tuple[Project, Path]:
@@ -331,16 +337,13 @@ def resolve_model(ref: ModelRef, base_dir: Path | None = None) -> ResolvedModel:
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(["model", "hf_config"], f"no such file: {path}") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InputError(["model", "hf_config"], f"cannot read {path}: {exc}") from None
+        text = reading.read_text(path)
+    except reading.Unreadable as exc:
+        raise InputError(["model", "hf_config"], exc.message, source=None if exc.reason else str(path)) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError([], f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                         source=str(path)) from None
+        return reading.parse(text, "json")
+    except reading.Unreadable as exc:
+        raise InputError(exc.loc, exc.message, source=str(path)) from None
 
 
 def _hub_cache() -> str:

@@ -1,6 +1,8 @@
 """The `gpuplan` command: parse arguments, call the API, render, exit with a code.
 
-Exit codes: 0 ok; 1 infeasible project; 2 bad input (one line on stderr, no traceback unless --debug).
+Exit codes: 0 ok; 1 infeasible project; 2 bad input; 3 a bug in gpuplan (the `internal` error). Each error is one
+line on stderr, no traceback unless --debug: the app's command group (cli.common.Commands) is the boundary below
+which no exception escapes.
 
 One module per command (or group of subcommands), each with `register(app)`; what they share is in
 gpuplan.cli.common. The modules import the API, the catalogs and the reports inside the command bodies, so that
@@ -14,9 +16,9 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, serve, trace
-from gpuplan.cli.common import state
+from gpuplan.cli.common import Commands, fail_internal, state
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="gpuplan: which GPU server to get for an AI project, and why.")
 
 
@@ -35,6 +37,13 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except typer.Exit as exc:  # raised by fail() outside a command (the group's own parsing)
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - the last boundary: a bug, one line and exit code 3
+        try:
+            fail_internal(exc)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
 
 
 __all__ = ["app", "main"]

@@ -32,9 +32,9 @@ def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: l
     try:
         cat = load_catalog(files or [])
         if as_json:
-            import json
+            from gpuplan.report.strict_json import dumps
 
-            typer.echo(json.dumps(catalog_json(cat, kind, row_id, where or []), indent=2))
+            typer.echo(dumps(catalog_json(cat, kind, row_id, where or []), indent=2))
             return
         table = cat.table(kind)
         rows = catalog_rows(cat, kind, row_id, where or [])
@@ -132,11 +132,10 @@ def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
     """Built-in model presets with their sources."""
     try:
         if as_json:
-            import json
-
             from gpuplan.catalog.listing import models_json
+            from gpuplan.report.strict_json import dumps
 
-            typer.echo(json.dumps(models_json(row_id), indent=2))
+            typer.echo(dumps(models_json(row_id), indent=2))
             return
         from gpuplan.catalog.listing import model_rows
 

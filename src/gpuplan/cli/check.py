@@ -5,7 +5,6 @@ Exit codes: 0 the project fits the machine; 1 it does not (no GPU, too little GP
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -35,7 +34,9 @@ VERDICT = {"pass": "[green]pass[/green]", "warn": "[yellow]warn[/yellow]", "fail
 
 
 def render_json(result: AuditResult) -> str:
-    return json.dumps(result.model_dump(mode="json"), indent=2)
+    from gpuplan.report.strict_json import dumps
+
+    return dumps(result.model_dump(mode="json"), indent=2)
 
 
 def render_text(result: AuditResult, console: Console) -> None:

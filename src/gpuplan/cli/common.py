@@ -10,9 +10,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from gpuplan.errors import GpuplanError, InfeasibleError
+from gpuplan.errors import ECHO_CHARS, GpuplanError, InfeasibleError, InputError, InternalError
 from gpuplan.schema.defaults import MEMORY_HEADROOM, OBJECTIVES, PLAN_TOP
 
 
@@ -25,15 +27,79 @@ class State:
 state = State()
 
 
+#: the longest error message printed, characters (messages cut what they echo of the input; this is the backstop)
+MAX_MESSAGE_CHARS = 20 * ECHO_CHARS
+
+
+def exit_code(exc: GpuplanError) -> int:
+    """1: infeasible project; 3: a bug (InternalError); 2: every other error."""
+    return 1 if isinstance(exc, InfeasibleError) else 3 if isinstance(exc, InternalError) else 2
+
+
 def fail(exc: GpuplanError) -> NoReturn:
-    """One line on stderr and exit 1 (infeasible project) or 2 (bad input); with --debug, the traceback."""
+    """One line on stderr and exit 1 (infeasible project), 2 (bad input) or 3 (a bug); with --debug, the
+    traceback."""
     if state.debug:
         raise exc
     from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red]: {escape(str(exc))}", markup=True, highlight=False)
-    raise typer.Exit(1 if isinstance(exc, InfeasibleError) else 2)
+    text = str(exc)
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS] + f"... ({len(text):,} characters)"
+    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red]: {escape(text)}", markup=True, highlight=False)
+    raise typer.Exit(exit_code(exc))
+
+
+def fail_internal(exc: BaseException) -> NoReturn:
+    """An exception that is not gpuplan's own: the one-line `internal` error, exit 3; with --debug, re-raised
+    with its traceback."""
+    if state.debug:
+        raise exc
+    fail(InternalError.wrap(exc))
+
+
+class Commands(TyperGroup):
+    """The app's command group: the boundary below which no exception escapes. gpuplan's own errors become their
+    one line (fail); anything else the `internal` error, exit code 3 (docs/errors.md)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except GpuplanError as exc:
+            fail(exc)
+        except Exception as exc:  # noqa: BLE001 - the boundary: a bug, reported in one line
+            fail_internal(exc)
+
+
+def check_out(out: Path, force: bool) -> None:
+    """`--out` can be written: its folder exists, it is not a folder nor a link to nothing, and it exists only
+    with --force (gpuplan never overwrites a file without it)."""
+    if out.is_symlink() and not out.exists():
+        raise InputError(["--out"], f"{out} is a link to a file that does not exist; gpuplan does not write through "
+                         "it (remove the link, or give another file)")
+    if out.is_dir():
+        raise InputError(["--out"], f"{out} is a folder; give the name of a file to write")
+    folder = out.parent
+    if not folder.is_dir():
+        raise InputError(["--out"], f"the folder {folder} does not exist (create it first)")
+    if out.exists() and not force:
+        raise InputError(["--out"], f"{out} exists; gpuplan never overwrites a file unless --force is given")
+
+
+def write_out(out: Path, text: str, force: bool) -> None:
+    """Write `text` to --out after check_out; a file that appeared meanwhile is not replaced without --force."""
+    check_out(out, force)
+    try:
+        with out.open("w" if force else "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise InputError(["--out"], f"{out} exists; gpuplan never overwrites a file unless --force is given") \
+            from None
+    except OSError as exc:
+        raise InputError(["--out"], f"cannot write {out}: {exc.strerror or exc}") from None
 
 
 def project_path(project: Path | None, example: str | None, command: str) -> Path:
@@ -85,5 +151,6 @@ PriceFiles = Annotated[Optional[list[Path]], typer.Option(
     "--prices", help="A price list of your own (CSV or YAML: cloud GPU-hour prices, hosting offers), added to the "
                      "built-in ones. Repeatable.")]
 
-__all__ = ["CatalogFiles", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
-           "PlanFormat", "PriceFiles", "ProjectFile", "echo_examples", "fail", "project_path", "state"]
+__all__ = ["CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
+           "PlanFormat", "PriceFiles", "ProjectFile", "check_out", "echo_examples", "exit_code", "fail", "fail_internal",
+           "project_path", "state", "write_out"]

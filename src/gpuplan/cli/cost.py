@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def cost(
     project: ProjectFile = None,
     example: Example = None,
-    top: Annotated[int, typer.Option(min=1, help="Compare the deployments of this many candidates.")] = 1,
+    top: Annotated[int, typer.Option(min=1, max=100_000, help="Compare the deployments of this many candidates.")] = 1,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
@@ -42,9 +42,9 @@ def cost(
     except GpuplanError as exc:
         fail(exc)
     if format is Format.json:
-        import json
+        from gpuplan.report.strict_json import dumps
 
-        typer.echo(json.dumps(_costs_json(result, top), indent=2))
+        typer.echo(dumps(_costs_json(result, top), indent=2))
     else:
         from rich.console import Console
 

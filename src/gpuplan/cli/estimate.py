@@ -26,7 +26,7 @@ def estimate(
     example: Example = None,
     list_examples: ListExamples = False,
     gpu: Annotated[Optional[str], typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = None,
-    gpus: Annotated[Optional[int], typer.Option(min=1, help="Number of GPUs.")] = None,
+    gpus: Annotated[Optional[int], typer.Option(min=1, max=100_000, help="Number of GPUs.")] = None,
     hf: Annotated[Optional[str], typer.Option("--hf", help="A Hugging Face model id (org/name): replaces the "
                                                           "project's model; alone, sizes serving it.")] = None,
     format: OutputFormat = Format.text,

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpuplan.cli.common import Example, Objective, ProjectFile, fail, project_path
+from gpuplan.cli.common import Example, Objective, ProjectFile, check_out, fail, project_path
 from gpuplan.errors import GpuplanError, InputError
 
 
@@ -87,6 +87,7 @@ def _write(path: Path, text: str, force: bool, *, executable: bool) -> Path:
     """Write a new file; an existing one is replaced only with force (nothing the user wrote is overwritten)."""
     if path.is_dir():
         raise InputError(["--out"], f"{path} is a folder")
+    check_out(path, force=True)  # its folder exists; never through a link to nothing
     try:
         with path.open("w" if force else "x", encoding="utf-8") as f:
             f.write(text)

@@ -17,9 +17,11 @@ from gpuplan.cli.common import (
     PlanFormat,
     PriceFiles,
     ProjectFile,
+    check_out,
     echo_examples,
     fail,
     project_path,
+    write_out,
 )
 from gpuplan.errors import GpuplanError
 
@@ -33,7 +35,7 @@ def plan(
     list_examples: ListExamples = False,
     objective: Annotated[Optional[Objective], typer.Option(help="Rank by cost, time or both (default: the "  # type: ignore[valid-type]
                                                                  "project's goals.objective).")] = None,
-    top: Annotated[int, typer.Option(min=1, help="How many candidates to show.")] = PLAN_TOP,
+    top: Annotated[int, typer.Option(min=1, max=100_000, help="How many candidates to show.")] = PLAN_TOP,
     headroom: Headroom = None,
     format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a "
                                                                  "Markdown / self-contained HTML report.")] = PlanFormat.text,
@@ -72,7 +74,10 @@ def plan(
     else:
         from rich.console import Console
 
-        out.write_text(text, encoding="utf-8")
+        try:
+            write_out(out, text, force)
+        except GpuplanError as exc:
+            fail(exc)
         Console(stderr=True).print(f"wrote {out}")
 
 
@@ -81,8 +86,8 @@ def _document(result: PlanResult, format: PlanFormat, out: Path | None, force: b
     """The plan as JSON, Markdown or HTML; None when the text output was printed to the terminal instead."""
     from gpuplan.report.plan import render_json, render_text
 
-    if out is not None and out.exists() and not force:
-        raise GpuplanError(f"--out: {out} exists; gpuplan never overwrites a file unless --force is given")
+    if out is not None:
+        check_out(out, force)
     if format is PlanFormat.json:
         return render_json(result)
     if format is PlanFormat.md:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -31,6 +33,10 @@ def serve_command(
         "--catalog", help="A file of your own catalog rows, used for every request. Repeatable.")] = None,
     prices: Annotated[Optional[list[Path]], typer.Option(
         "--prices", help="A price list of your own, used for every request. Repeatable.")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes (each plans on one core; "
+                                                              "they share the scenarios file).")] = 1,
+    plan_timeout: Annotated[float, typer.Option(min=0.01, max=3600, help="Seconds one plan may take; a longer "
+                                                "one is answered 503 and stopped.")] = 30.0,
 ) -> None:
     """A local web page to fill a project, see its plan with the report's figures, share it as a link, download
     the report and the project file, and compare saved scenarios. The page calls the JSON API (`/api/plan`,
@@ -40,11 +46,12 @@ def serve_command(
     import uvicorn
     from rich.console import Console
 
-    from gpuplan.web.app import LOOPBACK, create_app
+    from gpuplan.web.app import CONFIG_ENV, LOOPBACK, create_app
 
+    options = {"db_path": db, "catalog_files": catalog or [], "price_files": prices or [],
+               "allowed_hosts": LOOPBACK if is_loopback(host) else None, "plan_budget_s": plan_timeout}
     try:
-        web = create_app(db_path=db, catalog_files=catalog or [], price_files=prices or [],
-                         allowed_hosts=LOOPBACK if is_loopback(host) else None)
+        web = create_app(**options)  # type: ignore[arg-type]
     except GpuplanError as exc:
         fail(exc)
     err = Console(stderr=True)
@@ -58,7 +65,17 @@ def serve_command(
     h, p = sock.getsockname()[:2]
     typer.echo(f"gpuplan serve: http://{f'[{h}]' if ':' in h else h}:{p}/ (API schema at /openapi.json; "
                "Ctrl+C stops)", err=True)
-    uvicorn.Server(uvicorn.Config(web, log_level="warning")).run(sockets=[sock])
+    if workers == 1:
+        uvicorn.Server(uvicorn.Config(web, log_level="warning")).run(sockets=[sock])
+        return
+    # each worker process imports the app by name (uvicorn's rule for workers > 1) and reads the options here
+    os.environ[CONFIG_ENV] = json.dumps({"db": str(db) if db else None, "catalog": [str(c) for c in catalog or []],
+                                         "prices": [str(p) for p in prices or []],
+                                         "allowed_hosts": options["allowed_hosts"], "plan_budget_s": plan_timeout})
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config("gpuplan.web.app:app_from_env", factory=True, workers=workers, log_level="warning")
+    Multiprocess(config, sockets=[sock]).run()
 
 
 def register(app: typer.Typer) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
 from gpuplan.core.layout_text import layout_items_text
+from gpuplan.report.strict_json import dumps
 from gpuplan.schema.result import EstimateResult
 from gpuplan.units import fmt_gib, fmt_hours
 
@@ -23,7 +22,7 @@ PARTS = [
 
 
 def render_json(result: EstimateResult) -> str:
-    return json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=False)
+    return dumps(result.model_dump(mode="json"), indent=2, sort_keys=False)
 
 
 def render_text(result: EstimateResult, console: Console) -> None:

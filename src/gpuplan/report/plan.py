@@ -4,21 +4,20 @@ report/common.py and are importable from here too."""
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
 from gpuplan.core.layout_text import layout_items_text
 from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, price_text, time_text, unchosen_gpus
+from gpuplan.report.strict_json import dumps
 from gpuplan.report.terminal import render_text
 from gpuplan.schema.plan import FitResult, PlanResult
 from gpuplan.units import fmt_gib
 
 
 def render_json(result: PlanResult | FitResult) -> str:
-    return json.dumps(result.model_dump(mode="json"), indent=2)
+    return dumps(result.model_dump(mode="json"), indent=2)
 
 
 def render_fit_text(result: FitResult, console: Console) -> None:

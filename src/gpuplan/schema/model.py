@@ -4,13 +4,23 @@ for built-in presets and user files alike."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 ModelKind = Literal["decoder", "encoder", "encoder-decoder", "vit", "cnn"]
 NormKind = Literal["rmsnorm", "layernorm"]
 Positions = Literal["rope", "learned", "alibi", "relative", "none"]
+
+
+#: upper bounds of a config.json's sizes: beyond any published model, low enough that counts stay exact and finite
+#: (a model of 1e30 parameters cannot be described)
+MAX_WIDTH = 1 << 22
+MAX_LAYERS = 10_000
+MAX_HEADS = 1 << 16
+MAX_VOCAB = 100_000_000
+MAX_POSITIONS = 1_000_000_000
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
 
 
 class _Frozen(BaseModel):
@@ -20,23 +30,23 @@ class _Frozen(BaseModel):
 class MoE(_Frozen):
     """Mixture-of-experts feed-forward blocks."""
 
-    num_experts: PositiveInt
-    experts_per_token: PositiveInt
-    expert_intermediate_size: PositiveInt
+    num_experts: PositiveInt = Field(le=MAX_HEADS)
+    experts_per_token: PositiveInt = Field(le=MAX_HEADS)
+    expert_intermediate_size: Width
     #: a shared (always active) expert's intermediate size; 0 when there is none
-    shared_intermediate_size: int = Field(0, ge=0)
+    shared_intermediate_size: int = Field(0, ge=0, le=MAX_WIDTH)
     #: qwen2_moe gates the shared expert with a (hidden -> 1) linear
     shared_expert_gate: bool = False
     #: how many of the layers are MoE (the others use the dense MLP of `intermediate_size`)
-    moe_layers: PositiveInt
+    moe_layers: PositiveInt = Field(le=MAX_LAYERS)
 
 
 class ResNetStages(_Frozen):
     """A ResNet's stem and stages (HF ResNetConfig)."""
 
-    embedding_size: PositiveInt
-    hidden_sizes: list[PositiveInt]
-    depths: list[PositiveInt]
+    embedding_size: Width
+    hidden_sizes: list[Width] = Field(min_length=1, max_length=64)
+    depths: list[Annotated[int, Field(gt=0, le=MAX_LAYERS)]] = Field(min_length=1, max_length=64)
     layer_type: Literal["basic", "bottleneck"]
     downsample_in_first_stage: bool = False
     downsample_in_bottleneck: bool = False
@@ -45,56 +55,56 @@ class ResNetStages(_Frozen):
 class ModelArch(_Frozen):
     """A model's architecture. Sizes are element counts; nothing here is in bytes."""
 
-    model_type: str
+    model_type: str = Field(max_length=64)
     kind: ModelKind
-    hidden_size: PositiveInt
-    num_layers: PositiveInt
-    num_heads: PositiveInt
-    num_kv_heads: PositiveInt
-    head_dim: PositiveInt
-    intermediate_size: PositiveInt
-    vocab_size: int = Field(ge=0)
-    max_position_embeddings: int = Field(0, ge=0)
+    hidden_size: Width
+    num_layers: PositiveInt = Field(le=MAX_LAYERS)
+    num_heads: PositiveInt = Field(le=MAX_HEADS)
+    num_kv_heads: PositiveInt = Field(le=MAX_HEADS)
+    head_dim: Width
+    intermediate_size: Width
+    vocab_size: int = Field(ge=0, le=MAX_VOCAB)
+    max_position_embeddings: int = Field(0, ge=0, le=MAX_POSITIONS)
 
     positions: Positions = "rope"
     #: rows of a learned position table (gpt2 n_positions, bert max_position_embeddings)
-    position_rows: int = Field(0, ge=0)
-    token_type_rows: int = Field(0, ge=0)
+    position_rows: int = Field(0, ge=0, le=MAX_POSITIONS)
+    token_type_rows: int = Field(0, ge=0, le=MAX_VOCAB)
     tie_word_embeddings: bool = True
     norm: NormKind = "rmsnorm"
     norm_bias: bool = False
     #: norms inside one block (2 usually; 1 for parallel blocks; 4 in gemma2/3)
-    norms_per_layer: int = Field(2, ge=0)
+    norms_per_layer: int = Field(2, ge=0, le=64)
     qk_norm: bool = False
     qkv_bias: bool = False
     o_bias: bool = False
     mlp_gated: bool = True
     mlp_bias: bool = False
-    activation: str = "silu"
+    activation: str = Field("silu", max_length=64)
     parallel_residual: bool = False
     embedding_norm: bool = False
     final_norm: bool = True
     lm_head_bias: bool = False
     moe: MoE | None = None
     #: sliding-window attention: window tokens and how many layers use it (the others are global)
-    sliding_window: int | None = None
-    sliding_window_layers: int = Field(0, ge=0)
+    sliding_window: int | None = Field(None, gt=0, le=MAX_POSITIONS)
+    sliding_window_layers: int = Field(0, ge=0, le=MAX_LAYERS)
     #: encoder-decoder: decoder depth; relative position buckets
-    num_decoder_layers: int = Field(0, ge=0)
-    relative_attention_num_buckets: int = Field(0, ge=0)
+    num_decoder_layers: int = Field(0, ge=0, le=MAX_LAYERS)
+    relative_attention_num_buckets: int = Field(0, ge=0, le=MAX_POSITIONS)
     #: classification heads (encoders, vision): labels; pooler (bert)
-    num_labels: int = Field(0, ge=0)
+    num_labels: int = Field(0, ge=0, le=MAX_VOCAB)
     pooler: bool = False
     #: vision transformers / CNNs
-    image_size: int = Field(0, ge=0)
-    patch_size: int = Field(0, ge=0)
-    num_channels: int = Field(3, ge=0)
+    image_size: int = Field(0, ge=0, le=65_536)
+    patch_size: int = Field(0, ge=0, le=65_536)
+    num_channels: int = Field(3, ge=0, le=65_536)
     resnet: ResNetStages | None = None
     #: dropout probabilities the model applies in training (masks cost memory)
     attention_dropout: float = Field(0.0, ge=0, le=1)
     hidden_dropout: float = Field(0.0, ge=0, le=1)
     #: the dtype the checkpoint is stored in (config torch_dtype), informational
-    torch_dtype: str | None = None
+    torch_dtype: str | None = Field(None, max_length=64)
 
     @property
     def q_dim(self) -> int:

@@ -6,14 +6,13 @@ deployment, hardware. Unknown keys, wrong types and impossible values are errors
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
-    PositiveFloat,
-    PositiveInt,
     model_validator,
 )
 
@@ -40,6 +39,33 @@ Offload = Literal["none", "optimizer", "params"]
 OptimizerImpl = Literal["fused", "foreach", "for-loop"]
 
 
+def _no_bool(value: Any) -> Any:
+    """A number field refuses true/false: YAML reads yes, no, on, off as booleans, and pydantic would take
+    `batch_size: yes` as 1."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()} (YAML reads yes, no, on and off as booleans)")
+    return value
+
+
+_NUMBER = BeforeValidator(_no_bool)
+#: numbers of the project file: never a boolean; each field adds its own bounds (a batch of 1e12, a model scaled
+#: by 1e307 or 1e300 tokens are refused with the bound, rather than overflowing later)
+PositiveInt = Annotated[int, _NUMBER, Field(gt=0)]
+PositiveFloat = Annotated[float, _NUMBER, Field(gt=0)]
+Number = Annotated[float, _NUMBER]
+Integer = Annotated[int, _NUMBER]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+#: upper bounds of the project's numbers: far beyond any real project, low enough that the arithmetic stays finite
+MAX_BATCH = 1_000_000
+MAX_TOKENS_PER_SEQUENCE = 100_000_000
+MAX_TOKENS = 1e16
+MAX_EPOCHS = 10_000
+MAX_SAMPLES = 10**13
+MAX_GPUS = 100_000
+MAX_AMOUNT = 1e13
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -47,14 +73,14 @@ class _Section(BaseModel):
 class ModelRef(_Section):
     """Which model: exactly one of a built-in preset, a local config.json, its content inline, or a Hub id."""
 
-    preset: str | None = None
-    hf_config: str | None = None
+    preset: Name | None = None
+    hf_config: Annotated[str, Field(max_length=4096)] | None = None
     #: a Hugging Face config.json's content, inline (what the web page's paste sends)
     config: dict[str, Any] | None = None
-    hf_id: str | None = Field(None, pattern=r"^[\w.\-]+/[\w.\-]+$")
+    hf_id: str | None = Field(None, pattern=r"^[\w.\-]+/[\w.\-]+$", max_length=200)
     #: any PyTorch model: MODULE:FUNCTION returning (model, example_inputs), traced under FakeTensorMode
     #: (runs your code; needs the `trace` extra). Its measured step feeds estimate and plan
-    trace: str | None = Field(None, pattern=r"^[\w.]+:[\w]+$")
+    trace: str | None = Field(None, pattern=r"^[\w.]+:[\w]+$", max_length=200)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ModelRef:
@@ -68,10 +94,10 @@ class ModelRef(_Section):
 
 
 class LoraSpec(_Section):
-    rank: PositiveInt = 16
-    alpha: PositiveFloat = 32.0
+    rank: PositiveInt = Field(16, le=65_536)
+    alpha: PositiveFloat = Field(32.0, le=1e6)
     #: module names as in the model (q_proj, v_proj, ...); "all-linear" adapts every linear of the blocks
-    targets: list[str] = Field(default_factory=lambda: ["all-linear"])
+    targets: list[Name] = Field(default_factory=lambda: ["all-linear"], max_length=64)
 
 
 class Workload(_Section):
@@ -81,11 +107,11 @@ class Workload(_Section):
     #: how the optimizer step runs: fused (HF Trainer's default with torch >= 2.8) and for-loop keep only
     #: small temporaries; foreach (torch.optim's default on CUDA) allocates one state-sized temporary
     optimizer_implementation: OptimizerImpl = "fused"
-    micro_batch_size: PositiveInt = 1
-    global_batch_size: PositiveInt | None = None
-    sequence_length: PositiveInt | None = None
-    target_length: PositiveInt | None = None
-    image_size: PositiveInt | None = None
+    micro_batch_size: PositiveInt = Field(1, le=MAX_BATCH)
+    global_batch_size: PositiveInt | None = Field(None, le=MAX_BATCH * 1000)
+    sequence_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
+    target_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
+    image_size: PositiveInt | None = Field(None, le=65_536)
     gradient_checkpointing: bool = False
     #: fp32 training: let matmuls run as TF32 on Ampere and later (torch.backends.cuda.matmul.allow_tf32,
     #: HF Trainer --tf32); memory is unchanged, speed uses the TF32 tensor-core peak
@@ -95,19 +121,19 @@ class Workload(_Section):
     #: use) or "eager" (plain PyTorch + transformers as the HF Trainer runs by default: measured slower)
     stack: Stack = "tuned"
     lora: LoraSpec | None = None
-    tokens: PositiveFloat | None = None
-    epochs: PositiveFloat | None = None
-    batch_size: PositiveInt = 1
-    context_length: PositiveInt | None = None
-    output_tokens: PositiveInt | None = None
+    tokens: PositiveFloat | None = Field(None, le=MAX_TOKENS)
+    epochs: PositiveFloat | None = Field(None, le=MAX_EPOCHS)
+    batch_size: PositiveInt = Field(1, le=MAX_BATCH)
+    context_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
+    output_tokens: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     #: inference: tokens prefilled in one forward pass (a serving engine's chunk, e.g. vLLM's
     #: max_num_batched_tokens); default: the whole batch at once, as Hugging Face generate() does
-    prefill_tokens: PositiveInt | None = None
+    prefill_tokens: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     weights_dtype: WeightsDtype | None = None
     kv_cache_dtype: KvDtype | None = None
     #: inference: the time a request may take (prompt and every output token); gpuplan reports the largest
     #: batch that meets it and the requests per second there
-    target_latency_s: PositiveFloat | None = None
+    target_latency_s: PositiveFloat | None = Field(None, le=1e6)
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -119,43 +145,43 @@ class Workload(_Section):
 
 
 class Data(_Section):
-    samples: PositiveInt | None = None
-    size_gb: PositiveFloat | None = None
+    samples: PositiveInt | None = Field(None, le=MAX_SAMPLES)
+    size_gb: PositiveFloat | None = Field(None, le=1e9)
     modality: Modality = "text"
 
 
 class Budget(_Section):
-    amount: PositiveFloat
+    amount: PositiveFloat = Field(le=MAX_AMOUNT)
     currency: Currency = "EUR"
     period: BudgetPeriod = "total"
 
 
 class Goals(_Section):
     purpose: Purpose = "experiment"
-    deadline_days: PositiveFloat | None = None
+    deadline_days: PositiveFloat | None = Field(None, le=36_500)
     objective: Objective = DEFAULT_OBJECTIVE
     budget: Budget | None = None
 
 
 class Growth(_Section):
-    model_scale: float = Field(1.0, ge=1.0)
-    data_scale: float = Field(1.0, ge=1.0)
+    model_scale: Number = Field(1.0, ge=1.0, le=1000)
+    data_scale: Number = Field(1.0, ge=1.0, le=1e6)
     #: sequence (training) or context (inference) length grows by this factor
-    context_scale: float = Field(1.0, ge=1.0)
+    context_scale: Number = Field(1.0, ge=1.0, le=1000)
     #: inference: concurrent requests grow by this factor
-    users_scale: float = Field(1.0, ge=1.0)
-    horizon_months: PositiveInt = HORIZON_MONTHS
+    users_scale: Number = Field(1.0, ge=1.0, le=1e6)
+    horizon_months: PositiveInt = Field(HORIZON_MONTHS, le=600)
 
 
 class Constraints(_Section):
-    gpus: list[str] = Field(default_factory=list)
-    exclude_gpus: list[str] = Field(default_factory=list)
+    gpus: list[Name] = Field(default_factory=list, max_length=1000)
+    exclude_gpus: list[Name] = Field(default_factory=list, max_length=1000)
     datacenter_only: bool = False
-    max_gpus_per_server: PositiveInt | None = None
+    max_gpus_per_server: PositiveInt | None = Field(None, le=MAX_GPUS)
     #: fraction of each GPU's memory kept free (allocator fragmentation, other processes, surprises)
-    memory_headroom: float = Field(MEMORY_HEADROOM, ge=0.0, lt=0.9)
+    memory_headroom: Number = Field(MEMORY_HEADROOM, ge=0.0, lt=0.9)
     #: at most this many servers (multi-node training)
-    max_servers: PositiveInt | None = None
+    max_servers: PositiveInt | None = Field(None, le=MAX_GPUS)
 
 
 class Deployment(_Section):
@@ -163,37 +189,37 @@ class Deployment(_Section):
 
     options: list[DeploymentOption] = Field(default_factory=lambda: ["on-prem", "managed", "cloud"])
     #: facility power usage effectiveness (total facility power / IT power)
-    pue: float | None = Field(None, ge=1.0, le=3.0)
+    pue: Number | None = Field(None, ge=1.0, le=3.0)
     #: electricity price per kWh, in the budget's currency
-    electricity_per_kwh: float | None = Field(None, gt=0, lt=2)
+    electricity_per_kwh: Number | None = Field(None, gt=0, lt=2)
     #: fraction of the time the hardware is busy (owned hardware draws power and earns its keep accordingly)
-    utilization: float | None = Field(None, gt=0, le=1)
-    depreciation_years: float | None = Field(None, gt=0, le=15)
+    utilization: Number | None = Field(None, gt=0, le=1)
+    depreciation_years: Number | None = Field(None, gt=0, le=15)
     #: what the hardware is worth at the end of its depreciation, as a fraction of its price
-    residual_value_fraction: float | None = Field(None, ge=0, lt=1)
+    residual_value_fraction: Number | None = Field(None, ge=0, lt=1)
     #: engineers' time to run the servers, full-time equivalents per server, and their yearly cost
-    staff_fte_per_server: float | None = Field(None, ge=0, le=5)
-    staff_cost_per_fte_year: float | None = Field(None, ge=0)
+    staff_fte_per_server: Number | None = Field(None, ge=0, le=5)
+    staff_cost_per_fte_year: Number | None = Field(None, ge=0, le=1e8)
     #: colocation or rack space per kW provisioned per month, in the budget's currency (0: your own room)
-    colocation_per_kw_month: float | None = Field(None, ge=0)
+    colocation_per_kw_month: Number | None = Field(None, ge=0, le=1e6)
     #: yearly support contract as a fraction of the hardware price
-    support_fraction_per_year: float | None = Field(None, ge=0, le=1)
+    support_fraction_per_year: Number | None = Field(None, ge=0, le=1)
 
 
 class Layout(_Section):
     """How the model is spread over the GPUs: ZeRO/FSDP stage, tensor and pipeline parallel degrees."""
 
-    zero: int = Field(0, ge=0, le=3)
-    tp: PositiveInt = 1
-    pp: PositiveInt = 1
+    zero: Integer = Field(0, ge=0, le=3)
+    tp: PositiveInt = Field(1, le=4096)
+    pp: PositiveInt = Field(1, le=4096)
     offload: Offload = "none"
 
 
 class Hardware(_Section):
     """A fixed GPU type, count and layout to evaluate."""
 
-    gpu: str | None = None
-    gpus: PositiveInt = 1
+    gpu: Name | None = None
+    gpus: PositiveInt = Field(1, le=MAX_GPUS)
     layout: Layout = Field(default_factory=Layout)
 
     @model_validator(mode="after")
@@ -209,7 +235,7 @@ class Hardware(_Section):
 
 
 class Project(_Section):
-    name: str = "project"
+    name: Name = "project"
     model: ModelRef
     workload: Workload
     data: Data = Field(default_factory=Data)

@@ -8,6 +8,9 @@ and ViT (PEFT excludes only the output embeddings)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from gpuplan.errors import InputError, clip, suggest
 from gpuplan.schema.model import ModelArch
 
 Linear = tuple[str, int, int, int]  # (module name, in features, out features, how many in the model)
@@ -90,7 +93,7 @@ def lora_params(arch: ModelArch, rank: int, targets: list[str] | None = None) ->
     every = "all-linear" in targets
     wanted = set(targets)
     if not every and arch.model_type in _FUSED_QKV:  # asking for q/k/v on a fused model means the fused layer
-        if wanted & {"q_proj", "k_proj", "v_proj", "query", "key", "value"}:
+        if wanted & _QKV_NAMES:
             wanted.add(_FUSED_QKV[arch.model_type])
     total = 0
     seen_fused = False
@@ -109,6 +112,41 @@ def lora_params(arch: ModelArch, rank: int, targets: list[str] | None = None) ->
 def known_module_names(arch: ModelArch) -> set[str]:
     return {name for name, *_ in block_linears(arch)} | {"all-linear"} | (
         {"experts"} if arch.moe else set())
+
+
+#: module names of q/k/v that mean the fused QKV layer on a model that fuses them (lora_params maps them)
+_QKV_NAMES = frozenset({"q_proj", "k_proj", "v_proj", "query", "key", "value"})
+#: every target name some supported model has: a name outside it is a typo whatever the model
+ALL_TARGET_NAMES = frozenset({n for names in _NAMES.values() for n in names if n} | set(_FUSED_QKV.values())
+                             | {"all-linear", "experts", "gate", "gate_up_proj", "wi", "classifier", "out_proj",
+                                "shared_expert_gate"} | _QKV_NAMES)
+
+
+def _unknown_target(loc: Sequence[str | int], name: str, known: Sequence[str], subject: str) -> InputError:
+    hint = suggest(name, known)
+    message = f"{subject} {clip(name)}; LoRA would adapt nothing there" + (
+        f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+    error = InputError(loc, message, ", ".join(sorted(known)))
+    error.suggestions = hint  # type: ignore[attr-defined]
+    return error
+
+
+def check_target_names(targets: Sequence[str], loc: Sequence[str | int] = ("workload", "lora", "targets")) -> None:
+    """A target no supported model has (a typo): InputError with the closest names."""
+    for i, name in enumerate(targets):
+        if name not in ALL_TARGET_NAMES:
+            raise _unknown_target([*loc, i], name, sorted(ALL_TARGET_NAMES), "no model gpuplan knows has a linear layer named")
+
+
+def check_targets(arch: ModelArch, targets: Sequence[str] | None,
+                  loc: Sequence[str | int] = ("workload", "lora", "targets")) -> None:
+    """Every target names a linear layer of this model (else LoRA would add nothing for it, silently):
+    InputError naming the target, with the model's linear names as did-you-mean."""
+    known = known_module_names(arch)
+    fused = _QKV_NAMES if arch.model_type in _FUSED_QKV else frozenset()
+    for i, name in enumerate(targets or []):
+        if name not in known and name not in fused:
+            raise _unknown_target([*loc, i], name, sorted(known), f"the {arch.model_type} model has no linear layer named")
 
 
 def ATTENTION_QV(arch: ModelArch) -> list[str]:  # noqa: N802 - a constant-like table lookup
