@@ -34,7 +34,6 @@ LONG_FUNCTIONS: dict[str, str] = {
         "which splits it by phase",
     "gpuplan.trace.custom.trace_factory": "one traced step: the parts share the FakeTensorMode and allocator contexts",
     "gpuplan.validation_cases.cases": "a table of validation cases: data, one row per case",
-    "gpuplan.web.app.create_app": "the FastAPI app factory: each route is a short closure over the app's state",
 }
 
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from gpuplan.core.layout_text import candidate_layout_text
 from gpuplan.report.common import price_text, time_text
 from gpuplan.schema.plan import PlanResult
-from gpuplan.units import GIB
+from gpuplan.units import GIB, fmt_ram_gb
 
 
 class SummaryRow(BaseModel):
@@ -37,12 +37,12 @@ def summarize(result: PlanResult) -> PlanSummary:
         ("gpu", "GPUs", f"{rec.gpus_per_server} x {rec.gpu_name}"
                         + (f" in each of {rec.servers} servers" if rec.servers > 1 else "")),
         ("server", "Server", f"{s.platform_name}: {s.cpu_sockets} x {s.cpu_model} ({s.cpu_cores} cores), "
-                             f"{s.ram_bytes / 1e9:,.0f} GB RAM, {s.storage_bytes / 1e12:,.1f} TB NVMe"),
+                             f"{fmt_ram_gb(s.ram_bytes)} RAM, {s.storage_bytes / 1e12:,.1f} TB NVMe"),
         ("layout", "Layout", candidate_layout_text(rec.layout)),
         ("memory", "Memory per GPU", f"{mem.device_bytes / GIB:,.1f} GiB now, {rec.grown_device_bytes / GIB:,.1f} GiB "
                                      f"after the planned growth ({mem.dominant} dominate)"),
         ("time", "Time", time_text(rec)),
-        ("price", "Hardware price", price_text(rec)),
+        ("price", "Hardware price", price_text(rec, result.currency, result.usd_rate)),
         ("power", "Power and cooling", f"{s.power_w / 1000:,.1f} kW, {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"),
     ]
     if rec.deployment is not None:

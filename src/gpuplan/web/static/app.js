@@ -168,9 +168,11 @@ async function runPlan() {
     $("#change").hidden = true;
     if (err.status === 409) {
       $("#status").textContent = "Nothing satisfies this project: " + err.message;
-    } else if (err.status === 503) {  // the Hub model could not be fetched: not a mistake in the form
+    } else if (err.code === "hub-unavailable") {  // the Hub model could not be fetched: not a mistake in the form
       $("#status").textContent = "The model's config.json could not be fetched; paste it instead.";
       showError({ ...err, field: "model.hf_id", detail: err.message });
+    } else if (err.status >= 500 || err.status === 413) {  // the server's limits (time, size) or its failure
+      $("#status").textContent = err.message;
     } else {
       $("#status").textContent = "The project needs a correction (next to its field).";
       showError(err);
