@@ -245,3 +245,149 @@ def test_assumptions_cover_the_cost_model_inputs() -> None:
     header = (DATA / "tco.toml").read_text(encoding="utf-8").split("schema_version")[0]
     for aid in UNSOURCED - set(BY_ID):
         assert aid in header, aid
+
+
+# -- reserved vs on-demand, billing granularity, managed hosting coverage (issue 13) ---------------------------
+
+#: the mainstream datacenter GPUs every deployment comparison needs a managed-hosting (monthly) price for
+MAINSTREAM_HOSTED = {"h100-sxm-80gb", "h200-sxm-141gb", "a100-sxm-80gb", "a100-pcie-80gb", "l40s-48gb", "l4-24gb",
+                     "b200-180gb", "mi300x-192gb"}
+
+
+def test_reserved_at_most_on_demand_for_every_provider_with_both() -> None:
+    """The loader's rule as a property of the data: every reserved row of a provider that also lists an on-demand
+    price for the GPU (same currency) is at most that price."""
+    from gpuplan.catalog.price_rules import on_demand_reference
+
+    pairs = [(c, on_demand_reference(c, CLOUD)) for c in CLOUD if c.kind.startswith("reserved")]
+    compared = [(c, od) for c, od in pairs if od is not None]
+    assert len({c.provider for c, _ in compared}) >= 8
+    for c, od in compared:
+        assert c.price_per_gpu_hour <= od.price_per_gpu_hour, (c, od)
+
+
+def _user_prices(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_user_reserved_above_on_demand_is_rejected_naming_the_row(tmp_path: Path) -> None:
+    from gpuplan.catalog.prices import load_prices
+    from gpuplan.errors import CatalogError
+
+    path = _user_prices(tmp_path, "quotes.yaml", """
+cloud:
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: on-demand, price_per_gpu_hour: 2.10, source: quote 1, as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: reserved-1y, price_per_gpu_hour: 2.40, source: quote 2, as_of: 2026-11-01}
+""")
+    with pytest.raises(CatalogError) as err:
+        load_prices([path])
+    msg = str(err.value)
+    assert str(path) in msg and "Acme GPU reserved-1y h100-sxm-80gb" in msg
+    assert "2.4 USD" in msg and "2.1 USD" in msg and err.value.field == "price_per_gpu_hour"
+    # against a built-in on-demand row of the same provider (AWS p4de: 3.43 USD/GPU-h on 2026-11-09)
+    path = _user_prices(tmp_path, "aws.csv",
+                        "table,gpu_id,provider,kind,price_per_gpu_hour,source,as_of\n"
+                        "cloud,a100-sxm-80gb,AWS p4de.24xlarge,reserved-3y,3.90,our AWS quote,2026-11-20\n")
+    with pytest.raises(CatalogError, match=r"aws\.csv, row AWS p4de\.24xlarge reserved-3y a100-sxm-80gb.*3\.9 USD.*3\.43"):
+        load_prices([path])
+    # a reserved price at or below on-demand, and one of a provider without on-demand, load
+    ok = _user_prices(tmp_path, "ok.yaml", """
+cloud:
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: on-demand, price_per_gpu_hour: 2.10, source: q, as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: reserved-1y, price_per_gpu_hour: 2.10, source: q, as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Other GPU, kind: reserved-3y, price_per_gpu_hour: 9.0, source: q, as_of: 2026-11-01}
+""")
+    assert len(load_prices([ok]).cloud) == len(CLOUD) + 3
+
+
+def test_billing_granularity_is_sourced_and_plausible() -> None:
+    billed = [c for c in CLOUD if c.billing_increment_s is not None or c.minimum_billed_hours is not None]
+    for c in billed:
+        assert c.billing_source and c.billing_source.strip(), c
+        assert not c.kind.startswith("reserved"), c  # a commitment bills every hour of its term
+        assert c.billing_increment_s in (1, 60, 3600), c
+        assert c.minimum_billed_hours is None or c.minimum_billed_hours <= 1, c
+    for c in CLOUD:
+        if c.billing_source is not None:
+            assert c.billing_increment_s is not None, c
+    providers = {c.provider.split()[0] for c in billed}
+    assert {"AWS", "GCP", "Azure", "RunPod", "Hyperstack", "DigitalOcean", "Scaleway", "Vultr"} <= providers
+    aws = next(c for c in billed if c.provider.startswith("AWS p5"))
+    assert (aws.billing_increment_s, aws.minimum_billed_hours) == (1, pytest.approx(1 / 60, rel=1e-3))
+    for h in HOSTING:
+        if h.billing_increment_s is not None:
+            assert h.billing_source, h
+
+
+def test_managed_hosting_covers_the_mainstream_datacenter_gpus() -> None:
+    hosted = {h.gpu_id for h in HOSTING}
+    assert MAINSTREAM_HOSTED <= hosted, MAINSTREAM_HOSTED - hosted
+    assert hosted & {"h100-pcie-80gb", "h100-nvl-94gb"}
+    for h in HOSTING:
+        if h.gpu_id in MAINSTREAM_HOSTED and h.as_of < dt.date(2026, 1, 1):
+            assert h.notes and "stale" in h.notes, h  # an old quote says so
+    hot = next(h for h in HOSTING if h.id == "hotaisle-8xmi300x")
+    assert hot.monthly == pytest.approx(3.39 * 8 * 730) and hot.notes and "730" in hot.notes
+    hgr = {h.id: h for h in HOSTING if h.id.startswith("ovh-hgr-ai-2")}
+    assert [hgr[k].min_months for k in ("ovh-hgr-ai-2-monthly", "ovh-hgr-ai-2-12m", "ovh-hgr-ai-2-24m")] == [1, 12, 24]
+    assert hgr["ovh-hgr-ai-2-monthly"].setup == 3317.99 and hgr["ovh-hgr-ai-2-12m"].monthly < 4211.99
+
+
+# -- SkyPilot catalog vms.csv as --prices (issue 13) ---------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "skypilot"
+
+
+def _sky(path: Path) -> list[CloudPrice]:
+    from gpuplan.catalog.prices import load_prices
+
+    book = load_prices([path], gpu_ids=list(GPUS))
+    return book.cloud[len(load_prices().cloud):]
+
+
+def test_skypilot_vms_csv_is_read_per_gpu_hour() -> None:
+    rows = {(c.gpu_id, c.kind): c for c in _sky(FIXTURES / "aws" / "vms.csv")}
+    assert set(rows) == {("h100-sxm-80gb", "on-demand"), ("h100-sxm-80gb", "spot"), ("a100-sxm-80gb", "on-demand"),
+                         ("l4-24gb", "on-demand"), ("l4-24gb", "spot")}  # CPU and Inferentia rows skipped
+    h100 = rows[("h100-sxm-80gb", "on-demand")]
+    assert h100.price_per_gpu_hour == pytest.approx(55.04 / 8) and h100.provider == "AWS p5.48xlarge"
+    assert h100.tier == "hyperscaler" and h100.currency == "USD"
+    assert rows[("h100-sxm-80gb", "spot")].price_per_gpu_hour == pytest.approx((20.784 / 8 + 22.1 / 8) / 2, abs=1e-4)
+    mtime = dt.date.fromtimestamp((FIXTURES / "aws" / "vms.csv").stat().st_mtime)
+    assert h100.as_of == mtime and "2 SkyPilot rows" in (h100.notes or "")
+    runpod = {c.provider: c.gpu_id for c in _sky(FIXTURES / "runpod" / "vms.csv")}
+    # RunPod's plain A100-80GB is the PCIe card; its SXM part carries the suffix
+    assert runpod["RunPod 1x_A100-80GB_SECURE"] == "a100-pcie-80gb"
+    assert runpod["RunPod 8x_A100-80GB-SXM_SECURE"] == "a100-sxm-80gb"
+    assert runpod["RunPod 1x_H200-SXM_SECURE"] == "h200-sxm-141gb"
+
+
+def test_skypilot_mapping_names_catalog_gpus() -> None:
+    from gpuplan.catalog.skypilot import ACCELERATORS, CLOUD_ACCELERATORS
+
+    for gid in [*ACCELERATORS.values(), *(g for m in CLOUD_ACCELERATORS.values() for g in m.values())]:
+        assert gid in GPUS, gid
+
+
+def test_skypilot_errors_name_the_row(tmp_path: Path) -> None:
+    from gpuplan.catalog.prices import load_prices
+    from gpuplan.errors import CatalogError
+
+    head = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+    (tmp_path / "lambda").mkdir()
+    bad = _user_prices(tmp_path / "lambda", "vms.csv", head + "gpu_1x_h100,H10O,1.0,26,200,2.49,us-east-1,,\n")
+    with pytest.raises(CatalogError, match=r"vms\.csv, row 2, field AcceleratorName: unknown SkyPilot "
+                                           r"AcceleratorName 'H10O'; did you mean 'H100'"):
+        load_prices([bad])
+    nan = _user_prices(tmp_path, "lambda.csv", head + "gpu_1x_h100,H100,1.0,26,200,nan,us-east-1,,\n")
+    with pytest.raises(CatalogError, match="row 2, field Price: must be a finite number"):
+        load_prices([nan])
+    nowhere = _user_prices(tmp_path, "vms.csv", head + "gpu_1x_h100,H100,1.0,26,200,2.49,us-east-1,,\n")
+    with pytest.raises(CatalogError, match="cannot tell which cloud"):
+        load_prices([nowhere])
+    dated = _user_prices(tmp_path, "lambda-vms.csv", head.rstrip() + ",as_of\n"
+                         "gpu_8x_h100_sxm5,H100,8.0,208,1800,23.92,us-east-1,,,2026-07-27\n")
+    [row] = _sky(dated)
+    assert (row.provider, row.as_of, row.price_per_gpu_hour) == ("Lambda gpu_8x_h100_sxm5", dt.date(2026, 7, 27), 2.99)

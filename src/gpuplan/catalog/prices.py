@@ -7,18 +7,20 @@ from __future__ import annotations
 import csv
 import datetime
 import io
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from gpuplan.catalog.loader import read_toml
-from gpuplan.errors import CatalogError, suggest
+from gpuplan.catalog import reading, skypilot
+from gpuplan.catalog.loader import SCHEMA_VERSIONS, read_toml
+from gpuplan.catalog.price_rules import check_reserved_below_on_demand
 from gpuplan.core.cost.deployments import STALE_DAYS, is_stale
+from gpuplan.errors import CatalogError, clip, suggest
 from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer, PriceBook
 
 TABLES = {"cloud": CloudPrice, "hosting": HostingOffer}
@@ -36,42 +38,77 @@ def _rows(table: str, raw: Any, path: str, first_row: int = 1) -> list[Any]:
             out.append(model.model_validate(row))
         except ValidationError as exc:
             err = exc.errors()[0]
+            ident = row.get("id") or row.get("provider")
             raise CatalogError(path, err["msg"].removeprefix("Value error, "),
-                               row=row.get("id") or row.get("provider") or i + first_row,
+                               row=ident[:80] if isinstance(ident, str) else i + first_row,
                                field=".".join(map(str, err["loc"])) or None) from None
         if out[-1].as_of > datetime.date.today():
             raise CatalogError(path, f"as_of {out[-1].as_of} is in the future", row=i + first_row, field="as_of")
     return out
 
 
+#: the columns a price CSV may have: `table`, then the fields of the cloud and hosting rows
+CSV_COLUMNS = ("table", *sorted(set(CloudPrice.model_fields) | set(HostingOffer.model_fields)))
+
+
+def _csv_header(fields: Sequence[str] | None, path: str) -> None:
+    if not fields or "table" not in fields:
+        raise CatalogError(path, "a price CSV needs a 'table' column (cloud or hosting) and the fields of that table")
+    for name in fields:
+        if name.strip() and name.strip() not in CSV_COLUMNS:
+            hint = suggest(name.strip(), CSV_COLUMNS)
+            raise CatalogError(path, f"unknown column {clip(name)}" + (f"; did you mean {hint[0]!r}?" if hint else "")
+                               + f" (allowed: {', '.join(CSV_COLUMNS)})", row=1, field=name.strip()[:80])
+
+
+def _csv_cell(key: str, value: str, path: str, line: int) -> Any:
+    if key == "includes":
+        return [x.strip() for x in value.split(";") if x.strip()]
+    try:
+        number = float(value)
+    except ValueError:
+        return value.strip()
+    if not math.isfinite(number):
+        raise CatalogError(path, f"must be a finite number, not {clip(value.strip())}", row=line, field=key)
+    return value.strip()
+
+
 def _csv_rows(text: str, path: str) -> dict[str, list[dict[str, Any]]]:
     reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames or "table" not in reader.fieldnames:
-        raise CatalogError(path, "a price CSV needs a 'table' column (cloud or hosting) and the fields of that table")
     out: dict[str, list[dict[str, Any]]] = {"cloud": [], "hosting": []}
-    for i, row in enumerate(reader, start=2):  # row 1 is the header
-        table = (row.pop("table") or "").strip()
-        if table not in TABLES:
-            hint = suggest(table, TABLES)
-            raise CatalogError(path, f"table {table!r} is not cloud or hosting"
-                               + (f"; did you mean {hint[0]!r}?" if hint else ""), row=i, field="table")
-        clean: dict[str, Any] = {}
-        for k, v in row.items():
-            if k is None or v is None or v.strip() == "":
-                continue
-            clean[k.strip()] = [x.strip() for x in v.split(";") if x.strip()] if k.strip() == "includes" else v.strip()
-        clean["_row"] = i
-        out[table].append(clean)
+    try:
+        _csv_header(reader.fieldnames, path)
+        for i, row in enumerate(reader, start=2):  # row 1 is the header
+            if i > reading.MAX_ROWS + 1:
+                raise CatalogError(path, f"more than {reading.MAX_ROWS:,} rows: a price file has at most "
+                                   f"{reading.MAX_ROWS:,} (split it into several files, each with its own --prices)")
+            if None in row:
+                raise CatalogError(path, f"{len(row[None])} more cell(s) than the header has columns", row=i)
+            table = (row.pop("table") or "").strip()
+            if table not in TABLES:
+                hint = suggest(table, TABLES)
+                raise CatalogError(path, f"table {clip(table)} is not cloud or hosting"
+                                   + (f"; did you mean {hint[0]!r}?" if hint else ""), row=i, field="table")
+            clean = {k.strip(): _csv_cell(k.strip(), v, path, i) for k, v in row.items()
+                     if v is not None and v.strip() != ""}
+            if "" in clean:
+                raise CatalogError(path, f"a value ({clip(clean[''])}) in a column with no name", row=i)
+            clean["_row"] = i
+            out[table].append(clean)
+    except csv.Error as exc:
+        raise CatalogError(path, f"not valid CSV: {clip(str(exc))}", row=reader.line_num or None) from None
     return out
 
 
 def _parse_user(path: Path) -> tuple[list[CloudPrice], list[HostingOffer]]:
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(name, f"cannot read: {exc.strerror or exc}") from None
+        text = reading.read_text(path)
+    except reading.Unreadable as exc:
+        raise CatalogError(name, exc.reason or exc.message) from None
     if name.endswith(".csv"):
+        if skypilot.looks_like(text):
+            return skypilot.parse(text, path, skypilot.modified(path)), []
         tables = _csv_rows(text, name)
         cloud, hosting = [], []
         for table, rows in tables.items():
@@ -81,16 +118,25 @@ def _parse_user(path: Path) -> tuple[list[CloudPrice], list[HostingOffer]]:
                 (cloud if table == "cloud" else hosting).extend(parsed)
         return cloud, hosting
     try:
-        data = yaml.safe_load(text) if name.endswith((".yaml", ".yml")) else read_toml(text, name)
-    except yaml.YAMLError as exc:
-        raise CatalogError(name, f"not valid YAML: {exc}") from None
+        data = reading.parse(text, "yaml" if name.endswith((".yaml", ".yml")) else "toml", check=False)
+    except reading.Unreadable as exc:
+        raise CatalogError(name, exc.message) from None
     if not isinstance(data, dict):
         raise CatalogError(name, "a price file is a mapping with 'cloud' and/or 'hosting' lists")
+    try:
+        reading.check_values(data)
+        reading.check_rows(data, list(TABLES))
+    except reading.Unreadable as exc:
+        row, field = reading.row_error_at(data, exc.loc)
+        raise CatalogError(name, exc.message, row=row, field=field) from None
     unknown = [k for k in data if k not in TABLES and k != "schema_version"]
     if unknown:
-        hint = suggest(unknown[0], TABLES)
-        raise CatalogError(name, f"unknown table {unknown[0]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
+        hint = suggest(str(unknown[0]), TABLES)
+        raise CatalogError(name, f"unknown table {clip(unknown[0])}" + (f"; did you mean {hint[0]!r}?" if hint else "")
                            + " (allowed: cloud, hosting)")
+    if data.get("schema_version", 1 if name.endswith((".yaml", ".yml")) else None) not in SCHEMA_VERSIONS:
+        raise CatalogError(name, f"schema_version {clip(data.get('schema_version'))} is not one this gpuplan reads (1)",
+                           field="schema_version")
     return _rows("cloud", data.get("cloud", []), name), _rows("hosting", data.get("hosting", []), name)
 
 
@@ -100,6 +146,7 @@ def _builtin() -> PriceBook:
     path = "gpuplan/data/prices.toml"
     data = read_toml(pkg.joinpath("prices.toml").read_text(encoding="utf-8"), path)
     cloud = _rows("cloud", data.get("cloud", []), path)
+    check_reserved_below_on_demand(path, cloud)
     hosting = _rows("hosting", data.get("hosting", []), path)
     tpath = "gpuplan/data/tco.toml"
     tdata = read_toml(pkg.joinpath("tco.toml").read_text(encoding="utf-8"), tpath)
@@ -125,10 +172,11 @@ def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | 
         for row in [*c, *h]:
             if gpu_ids is not None and row.gpu_id not in gpu_ids:
                 hint = suggest(row.gpu_id, gpu_ids)
-                raise CatalogError(str(f), f"unknown gpu_id {row.gpu_id!r}"
+                raise CatalogError(str(f), f"unknown gpu_id {clip(row.gpu_id)}"
                                    + (f"; did you mean {hint[0]!r}?" if hint else "")
                                    + " (`gpuplan catalog gpus`)", row=getattr(row, "id", None) or row.provider,
                                    field="gpu_id")
+        check_reserved_below_on_demand(str(f), c, cloud)
         cloud += c
         hosting.update({o.id: o for o in h})
     return PriceBook(cloud=cloud, hosting=list(hosting.values()), assumptions=book.assumptions,

@@ -33,6 +33,12 @@ class CloudPrice(_Row):
     currency: Currency = "USD"
     #: the provider is a hyperscaler (AWS, Azure, GCP, Oracle) or a specialist GPU cloud / marketplace
     tier: Literal["hyperscaler", "specialist", "marketplace"] = "specialist"
+    #: how finely usage is billed, seconds (1: per second, 60: per minute, 3600: per hour; None: not sourced)
+    billing_increment_s: int | None = Field(None, gt=0, le=86_400)
+    #: the least time billed per instance (node) each time it starts, hours (1/60: one minute; None: not sourced)
+    minimum_billed_hours: float | None = Field(None, gt=0, le=8_784)
+    #: where the two billing fields come from (the price's `source` may not state them)
+    billing_source: str | None = Field(None, min_length=1)
 
 
 class HostingOffer(_Row):
@@ -51,6 +57,11 @@ class HostingOffer(_Row):
     includes: list[str] = Field(default_factory=list)
     #: hardware replacement or response time the provider commits to, hours (None: not stated)
     sla_hours: float | None = Field(None, gt=0)
+    #: how a partial month after the minimum term is billed, seconds (3600: hourly up to the monthly fee;
+    #: None: whole months or not sourced)
+    billing_increment_s: int | None = Field(None, gt=0, le=2_678_400)
+    #: where `billing_increment_s` comes from (the price's `source` may not state it)
+    billing_source: str | None = Field(None, min_length=1)
 
 
 class Assumption(_Row):
