@@ -57,6 +57,39 @@ def _smallest_tp(project: Project, base: Optional[Path], catalog: Catalog, gpu_i
     return found
 
 
+def _stack_tries(project: Project, n: int, layout: Layout) -> list[tuple[str, Project, int, Layout, bool]]:
+    """The training stack's own memory savers on this machine (issue #13: every fix the estimator confirms, not
+    a fixed list): an 8-bit optimizer, pure bf16, both, CPU offload of the optimizer states or of the parameters
+    too, and half the sequence."""
+    w = project.workload
+
+    def with_w(**update: object) -> Project:
+        return project.model_copy(update={"workload": w.model_copy(update=update)})
+
+    out: list[tuple[str, Project, int, Layout, bool]] = []
+    eight_bit = w.optimizer == "adamw"
+    pure = w.task == "full-finetune" or w.task == "pretrain"
+    pure = pure and w.precision in ("bf16-mixed", "fp16-mixed", "fp32")
+    if eight_bit:
+        out.append(("8-bit AdamW (bitsandbytes)", with_w(optimizer="adamw-8bit"), n, layout, False))
+    if pure:
+        out.append(("pure bf16: bf16 weights, gradients and optimizer states", with_w(precision="bf16"), n, layout,
+                    False))
+    if eight_bit and pure:
+        out.append(("pure bf16 with 8-bit AdamW", with_w(precision="bf16", optimizer="adamw-8bit"), n, layout,
+                    False))
+    if layout.offload == "none" and layout.tp * layout.pp == 1:
+        note = " (the PCIe traffic is not in the step time)"
+        out.append(("ZeRO-3 with the optimizer states offloaded to CPU RAM" + note, project, n,
+                    Layout(zero=3, offload="optimizer"), False))
+        out.append(("ZeRO-3 with parameters and optimizer states offloaded to CPU RAM" + note, project, n,
+                    Layout(zero=3, offload="params"), False))
+    if w.sequence_length and w.sequence_length >= 512:
+        out.append((f"sequences of {w.sequence_length // 2} tokens instead of {w.sequence_length}",
+                    with_w(sequence_length=w.sequence_length // 2), n, layout, False))
+    return out
+
+
 def _alternatives(project: Project, base: Optional[Path], catalog: Catalog, gpu_id: Optional[str], n: int,
                   layout: Layout, kind: str) -> list[Alternative]:
     """Single changes that lower the memory per GPU, each estimated on this machine's GPU: the workload's
@@ -78,12 +111,20 @@ def _alternatives(project: Project, base: Optional[Path], catalog: Catalog, gpu_
             tries.append((f"ZeRO-3 (FSDP) over the {n} GPUs", project, n, Layout(zero=3), False))
         if w.task in ("lora", "full-finetune") and kind not in ("cnn", "vit"):
             tries.append(("QLoRA: a 4-bit frozen base with adapters", with_w(task="qlora"), n, layout, False))
+        tries += _stack_tries(project, n, layout)
         if len(tries) > 1:  # every setting change at once, on this machine
             merged: dict[str, object] = {}
+            mine = w.model_dump()
             for _, proj, _, _, _ in tries:
-                merged.update({k: v for k, v in proj.workload.model_dump().items() if v != getattr(w, k)})
+                merged.update({k: v for k, v in proj.workload.model_dump().items() if v != mine[k]})
             lay = Layout(zero=3) if n > 1 and layout.tp * layout.pp == 1 else layout
-            tries.append(("all of these together", with_w(**merged), n, lay, False))
+            try:
+                together = type(w).model_validate({**mine, **merged})
+            except ValueError:  # the changes do not combine (a task that takes no such precision, say)
+                together = None
+            if together is not None:
+                tries.append(("all of these together", project.model_copy(update={"workload": together}), n, lay,
+                              False))
         tries += [(f"{k} GPUs like these with ZeRO-3", project, k, Layout(zero=3), True) for k in (2, 4, 8) if k > n]
     else:
         if w.kv_cache_dtype != "fp8":

@@ -62,3 +62,8 @@ def fmt_hours(hours: float, minutes: bool = True, day: str = "days") -> str:
 def fmt_usd(amount: float) -> str:
     """US dollars, whole: "$12,345"."""
     return f"${amount:,.0f}"
+
+
+def fmt_money(amount: float, currency: str) -> str:
+    """An amount in its currency, whole: "$12,345" for USD, "12,345 EUR" otherwise."""
+    return fmt_usd(amount) if currency == "USD" else f"{amount:,.0f} {currency}"

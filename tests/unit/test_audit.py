@@ -427,3 +427,26 @@ def test_check_bad_server_file_names_file_and_field(app: typer.Typer, tmp_path: 
     assert r.exit_code == 2
     assert f"{path}: gpus[0].catalog_id: unknown gpu 'h100-sxm-80g'; did you mean 'h100-sxm-80gb'" in \
         r.output.replace("\n", "")
+
+
+def test_a_4x_rtx_4090_box_gets_every_fix_the_estimator_confirms(tmp_path: Path) -> None:
+    """Issue #13: a Mistral-7B full fine-tune on the team's 4 x RTX 4090 does not fit as written; `check` suggests
+    the training stack's own savers the estimate confirms (8-bit AdamW, pure bf16, CPU offload), not only QLoRA,
+    more GPUs or a bigger card. Each suggestion is re-estimated on this machine."""
+    project = tmp_path / "mistral.yaml"
+    project.write_text("name: mistral-7b-full-finetune\nmodel: {preset: mistral-7b}\n"
+                       "workload: {task: full-finetune, precision: bf16-mixed, optimizer: adamw, micro_batch_size: 1,"
+                       " sequence_length: 2048, gradient_checkpointing: true, epochs: 1}\ndata: {samples: 20000}\n")
+    server = Path(__file__).resolve().parents[1] / "fixtures" / "servers" / "4x-rtx-4090.yaml"
+    catalog = builtin_catalog()
+    result = check_machine(project, read_server_file(server, catalog), catalog)
+    assert not result.fits and result.gpus == 4
+    by_change = {a.change: a for a in result.alternatives}
+    for change in ("8-bit AdamW (bitsandbytes)", "pure bf16: bf16 weights, gradients and optimizer states",
+                   "pure bf16 with 8-bit AdamW"):
+        assert change in by_change and by_change[change].fits and not by_change[change].needs_hardware, change
+    offload = [a for a in result.alternatives if "offloaded to CPU RAM" in a.change]
+    assert len(offload) == 2 and all(a.device_bytes < result.device_bytes for a in offload)
+    # each is an estimate of that change on these GPUs: an 8-bit optimizer keeps 2 bytes of state per parameter
+    # instead of 8, so it needs less than the plan as written and more than pure bf16 with it
+    assert by_change["pure bf16 with 8-bit AdamW"].device_bytes < by_change["8-bit AdamW (bitsandbytes)"].device_bytes

@@ -121,12 +121,15 @@ def test_french_numbers() -> None:
     verdict = md.split("## ", 2)[1]
     gib = f"{rec.memory.device_bytes / GIB:,.1f}".replace(".", ",")
     assert f"{gib} Gio par GPU" in verdict
-    assert f"prix {rec.price_usd:,.0f}\u00a0$US".replace(",", "\u202f") in verdict
+    # the price in the plan's currency, the budget's (issue #13: one currency)
+    price = rec.price_usd * res.usd_rate
+    assert res.currency == "EUR"
+    assert f"prix {price:,.0f}\u00a0€".replace(",", "\u202f") in verdict
     d = rec.deployment
     assert f"{d.total_cost:,.0f}".replace(",", "\u202f") + "\u00a0€ sur l'horizon" in verdict
-    assert "$" + f"{rec.price_usd:,.0f}" not in verdict and "EUR" not in verdict
+    assert "$" not in verdict and "EUR" not in verdict
     # the English report keeps Python's grouping
-    assert f"price ${rec.price_usd:,.0f}" in render_markdown(res, "en")
+    assert f"price {price:,.0f} EUR" in render_markdown(res, "en")
 
 
 def test_growth_view_and_headroom_in_the_reports() -> None:

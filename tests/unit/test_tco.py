@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplan.core.cost.tco import Assumptions, Config, Usage, breakeven, compare
+from gpuplan.core.cost.tco import Assumptions, Config, Usage, breakeven, compare, cost_by_month
 from gpuplan.schema.prices import CloudPrice, HostingOffer
 
 D = datetime.date(2026, 9, 1)
@@ -56,8 +56,9 @@ def test_cloud_experiment_pays_only_busy_hours_by_hand() -> None:
     deps = compare(CFG, use, CLOUD, [], assumptions(), FX, "USD", ["cloud"])
     od = next(d for d in deps if d.provider == "cloud on-demand")
     # median of 3.0 and 5.0 = 4.0 per GPU-hour; 8 GPUs x 6 x 730 x 0.25 = 8,760 GPU... hours: 1,095 h each
-    # 4.0 x 8 x 1,095 = 35,040; storage 2 TB x 80 x 6 = 960
-    assert od.total_cost == pytest.approx(35_040 + 960)
+    # 4.0 x 8 x 1,095 = 35,040; storage only while the runs hold it: 2 TB x 80 x 1,095 h / 730 = 240 (issue #13:
+    # a 3-hour job does not pay the horizon's storage)
+    assert od.total_cost == pytest.approx(35_040 + 240)
     assert all(d.provider != "cloud reserved-1y" for d in deps)  # a 1-year term does not fit a 6-month horizon
 
 
@@ -91,10 +92,17 @@ def test_breakeven_by_hand() -> None:
     deps = compare(CFG, use, CLOUD, [], assumptions(), FX, "USD", ["on-prem", "cloud"])
     own = next(d for d in deps if d.option == "on-prem")
     cloud = min((d for d in deps if d.option == "cloud"), key=lambda d: d.total_cost)  # compared with the cheapest
-    # on-prem catches up when upfront_own + run_own x m = upfront_cloud + run_cloud x m
-    m = (own.upfront_cost - cloud.upfront_cost) / (cloud.running_monthly - own.running_monthly)
-    assert own.breakeven_months_vs["cloud"] == pytest.approx(m)
-    assert cloud.breakeven_months_vs["on-prem"] is None  # cloud starts cheaper and runs dearer: never again
+    # on-prem catches up where its cost by month (upfront + running x m, less what the servers would fetch at m:
+    # straight-line to the residual fraction) meets the cloud's, to a tenth of a month (issue #13: a break-even
+    # that agrees with the totals, which count the resale at the horizon)
+    a = assumptions()
+    m = own.breakeven_months_vs["cloud"]
+    assert m is not None and 0 < m <= 36
+    assert cost_by_month(own, m, 36, a) <= cost_by_month(cloud, m, 36, a)
+    assert cost_by_month(own, m - 0.1, 36, a) > cost_by_month(cloud, m - 0.1, 36, a)
+    assert cost_by_month(own, 36, 36, a) == pytest.approx(own.total_cost)  # the curve ends at the total
+    assert own.total_cost < cloud.total_cost
+    assert cloud.breakeven_months_vs["on-prem"] is None  # dearer at the horizon: never cheaper for good
 
 
 @settings(max_examples=60, deadline=None)
@@ -145,3 +153,19 @@ def test_breakeven_utilization_by_hand() -> None:
     own = next(d for d in deps if d.option == "on-prem")
     # on demand: median 4.0/GPU-hour; all the time for 36 months: 4.0 x 8 x 730 x 36 = 840,960
     assert own.breakeven_utilization == pytest.approx(own.total_cost / 840_960)
+
+
+def test_a_run_is_billed_as_the_providers_bill_it() -> None:
+    """Issue #13: rentals are billed as providers bill (an increment and a minimum per run, data/prices.toml)."""
+    from gpuplan.core.cost.tco import billed_hours
+    from gpuplan.schema.prices import CloudPrice
+
+    def row(inc: int | None, minimum: float | None) -> CloudPrice:
+        return CloudPrice(gpu_id="h100-sxm-80gb", provider="p", price_per_gpu_hour=2.0, source="test",
+                          as_of="2026-11-01", billing_increment_s=inc, minimum_billed_hours=minimum)
+
+    assert billed_hours(0.25, [row(None, None)]) == (0.25, None)  # unknown billing: the exact time
+    hours, why = billed_hours(0.25, [row(3600, 1.0), row(60, None)])  # the coarsest: whole hours, 1 h minimum
+    assert hours == 1.0 and why is not None and "3,600 s" in why
+    assert billed_hours(0.2505, [row(60, None)])[0] == pytest.approx(16 / 60)  # 15.03 min -> 16 min
+    assert billed_hours(2.0, [row(60, 1.0)])[0] == pytest.approx(2.0)  # already whole minutes, above the minimum

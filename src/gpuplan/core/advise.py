@@ -11,7 +11,9 @@ from functools import partial
 
 from gpuplan.core.checklist import build_checklist, build_faq
 from gpuplan.core.cost.deployments import median_rent, with_deployments
-from gpuplan.core.search.explore import SearchInputs, memory_headroom, search
+from gpuplan.core.search.evidence import evidence_by_gpu
+from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
+from gpuplan.core.search.ranking import budget_limit
 from gpuplan.core.search.traced import search_traced
 from gpuplan.core.server.builder import build_server
 from gpuplan.core.sizing.project import grow_arch
@@ -19,9 +21,10 @@ from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import PlanResult, Rejected
+from gpuplan.schema.plan import Candidate, PlanResult, Rejected
 from gpuplan.schema.project import Objective, Project
 from gpuplan.schema.trace import CustomTraceResult
+from gpuplan.units import fmt_money
 
 #: the rejection codes the binding constraint groups, in the order it reports them
 BINDING_ORDER = ("over-budget", "deadline", "latency", "no-fit-after-growth", "no-fit")
@@ -42,29 +45,61 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
         grown_arch=grow_arch(arch, project.growth.model_scale) if arch is not None else None,  # type: ignore[arg-type]
         catalog=catalog, speed=bundle.speed, table=bundle.table, overheads=bundle.overheads,
         build_server=partial(build_server, catalog=catalog, rules=bundle.rules), usd_to_budget=bundle.fx[currency],
+        currency=currency,
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),
-        clock=clock,
+        clock=clock, evidence=evidence_by_gpu(catalog.gpus.rows.values(), bundle.speed, bundle.prices, bundle.today),
     )
     if traced is not None:
         out = search_traced(inp, traced, obj)
-        shown = out.candidates[:top] if top else out.candidates
     else:
         out = search(inp, obj, growth_top=top, top=top)
-        shown = out.candidates
-    if not out.ranked:
-        raise InfeasibleError(binding_constraint(out.rejected))
-    shown = with_deployments(project, shown, bundle.prices, bundle.fx, currency, bundle.today)
-    rec = shown[0]
-    checklist = build_checklist(project, rec, catalog)
-    faq = build_faq(project, rec, out.ranked, out.rejected, catalog, bundle.host_support, bundle.platform_needs)
+    shown, over = _within_budget(project, out, bundle, currency, top)
+    if not shown:
+        raise InfeasibleError(binding_constraint([*out.rejected, *over]))
+    rejected = [*out.rejected, *over]
+    checklists = [build_checklist(project, c, catalog) for c in shown]
+    # the recommendation is the best candidate whose checklist fails nowhere (a hard limit it breaks is no
+    # recommendation); the others stay listed in rank order
+    best = next((i for i, cl in enumerate(checklists) if all(item.verdict != "fail" for item in cl)), None)
+    if best is None:
+        raise InfeasibleError("every candidate fails the decision checklist: " + "; ".join(
+            f"{shown[0].gpu_id}: {item.item}: {item.reasons[-1]}" for item in checklists[0] if item.verdict == "fail"))
+    rec, checklist = shown[best], checklists[best]
+    faq = build_faq(project, rec, out.ranked, rejected, catalog, bundle.host_support, bundle.platform_needs)
     notes = list(inp.notes)
     for kind in ("gpu", "cpu", "platform", "drive", "nic"):
         for rid in catalog.table(kind).overridden():
             notes.append(Note(code="catalog-user-row", message=f"{kind} {rid}: your row replaces the built-in"))
     return PlanResult(project=project.name, objective=obj, recommendation=rec, candidates=shown,
-                      rejected=out.rejected, checklist=checklist, faq=faq, stats=out.stats, notes=notes,
-                      headroom=memory_headroom(project), growth_view=out.growth_view)
+                      rejected=rejected, checklist=checklist, faq=faq,
+                      stats=out.stats, notes=notes,
+                      headroom=memory_headroom(project), growth_view=out.growth_view, currency=currency,
+                      usd_rate=bundle.fx[currency])
+
+
+def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency: str,
+                   top: int | None) -> tuple[list[Candidate], list[Rejected]]:
+    """The first `top` ranked candidates (all when None) whose chosen deployment costs no more than goals.budget,
+    each with its deployment options: the budget is checked against the very total the report shows. The
+    candidates over it are returned as rejections."""
+    budget, horizon = project.goals.budget, project.growth.horizon_months
+    kept: list[Candidate] = []
+    over: list[Rejected] = []
+    for i, k in enumerate(out.ranked):
+        c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
+        c = with_deployments(project, [c], bundle.prices, bundle.fx, currency, bundle.today)[0]
+        chosen = c.deployment
+        if budget is not None and chosen is not None and chosen.total_cost > budget_limit(budget, horizon):
+            over.append(Rejected(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
+                                 code="over-budget", reason=f"over budget: {chosen.option} ({chosen.provider}) costs "
+                                 f"{fmt_money(chosen.total_cost, currency)} over {horizon} months, budget "
+                                 f"{fmt_money(budget_limit(budget, horizon), budget.currency)}"))
+            continue
+        kept.append(c)
+        if top and len(kept) >= top:
+            break
+    return kept, over
 
 
 def binding_constraint(rejected: list[Rejected]) -> str:

@@ -5,12 +5,12 @@ Pure: the plan's candidates and rejections in, verdicts with their numbers and r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
+from gpuplan.core.search.ranking import Listed
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
 from gpuplan.schema.project import Project
-from gpuplan.units import GIB, HOURS_PER_MONTH
+from gpuplan.units import GIB, HOURS_PER_MONTH, fmt_money, fmt_ram_gb
 
 CHECKLIST = ("VRAM validated", "System synergy", "Growth plan", "Deployment decision", "Total cost")
 
@@ -53,7 +53,7 @@ def synergy_item(rec: Candidate | None) -> ChecklistItem:
     s = rec.server
     reasons = [f"{s.cpu_sockets} x {s.cpu_model}: {s.cpu_cores} cores for {s.gpus} GPUs "
                f"({s.cpu_cores / s.gpus:,.1f} per GPU)",
-               f"RAM {s.ram_bytes / 1e9:,.0f} GB", f"NVMe {s.storage_bytes / 1e12:,.1f} TB at "
+               f"RAM {fmt_ram_gb(s.ram_bytes)}", f"NVMe {s.storage_bytes / 1e12:,.1f} TB at "
                f"{s.storage_read_gb_s:,.1f} GB/s read", f"network {s.network_gbit_s:,.0f} Gb/s",
                f"PCIe lanes {s.pcie_lanes_needed} needed, {s.pcie_lanes_available} from the CPUs",
                f"power {s.power_w / 1000:,.1f} kW, cooling {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"]
@@ -96,10 +96,12 @@ def cost_item(rec: Candidate | None, project: Project) -> ChecklistItem:
         reasons = [f"buying {rec.servers} server(s): {_usd(rec.price_usd)}; renting the GPUs: {_usd(rec.rent_usd)}"]
         return ChecklistItem(item="Total cost", verdict="warn", reasons=reasons)
     dep = next(x for x in rec.deployments if x.provider == d.provider)
-    reasons = [f"{d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency} over {horizon} months, "
-               f"{d.monthly_cost:,.0f}/month"]
-    if dep.cost_per_run is not None:
-        reasons.append(f"{dep.cost_per_run:,.0f} {d.currency} per training run")
+    if dep.cost_per_run is not None and rec.time_hours is not None:
+        reasons = [f"{d.option} ({d.provider}): {fmt_money(dep.cost_per_run, d.currency)} per training run, "
+                   f"{fmt_money(d.total_cost, d.currency)} over {horizon} months"]
+    else:
+        reasons = [f"{d.option} ({d.provider}): {fmt_money(d.total_cost, d.currency)} over {horizon} months, "
+                   f"{dep.running_monthly:,.0f}/month running"]
     if dep.cost_per_million_tokens is not None:
         reasons.append(f"{dep.cost_per_million_tokens:,.2f} {d.currency} per million tokens generated")
     reasons += dep.assumptions
@@ -138,23 +140,11 @@ def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog) -
     ]
 
 
-class Listed(Protocol):
-    """What the FAQ reads of each kept candidate (a full Candidate or the search's light record)."""
-
-    @property
-    def gpu_id(self) -> str: ...
-    @property
-    def gpus_per_server(self) -> int: ...
-    @property
-    def servers(self) -> int: ...
-    @property
-    def time_hours(self) -> float | None: ...
-
-
 def build_faq(project: Project, rec: Candidate | None, candidates: Sequence[Listed], rejected: list[Rejected],
               catalog: Catalog, host_support: dict[str, str], platform_needs: dict[str, str]) -> list[FaqAnswer]:
     """The usual questions (dedicated or cloud, multi-GPU, consumer card, host support), answered for the plan."""
-    out = [a for a in (_dedicated_or_cloud(project, rec), _multi_gpu(rec, candidates, catalog)) if a is not None]
+    out = [a for a in (_dedicated_or_cloud(project, rec), _multi_gpu(rec, candidates, rejected, catalog))
+           if a is not None]
     out.append(_consumer_card(project, candidates, rejected, catalog))
     host = _host_support(project, rec, catalog, host_support, platform_needs)
     return out + ([host] if host is not None else [])
@@ -182,7 +172,8 @@ def _dedicated_or_cloud(project: Project, rec: Candidate | None) -> FaqAnswer | 
     return None
 
 
-def _multi_gpu(rec: Candidate | None, candidates: Sequence[Listed], catalog: Catalog) -> FaqAnswer | None:
+def _multi_gpu(rec: Candidate | None, candidates: Sequence[Listed], rejected: list[Rejected],
+               catalog: Catalog) -> FaqAnswer | None:
     if rec is None:
         return None
     singles = [c for c in candidates if c.gpus_per_server * c.servers == 1]
@@ -202,7 +193,13 @@ def _multi_gpu(rec: Candidate | None, candidates: Sequence[Listed], catalog: Cat
                        f"-> {_duration(rec.time_hours)}), {speedup / n:.0%} scaling efficiency")
         answer = "yes" if speedup / n > 0.7 else "only partly: communication eats much of the gain"
     elif not singles:
-        answer = "yes, necessarily: no single GPU fits the job"
+        # why no single GPU qualifies: what the one-GPU shapes were rejected for
+        single = {r.code for r in rejected if r.gpus_per_server * r.servers == 1}
+        answer = ("yes: one GPU misses the deadline" if "deadline" in single else
+                  "yes: one GPU misses the latency target" if "latency" in single else
+                  "yes: one GPU is over budget" if "over-budget" in single else
+                  "yes, necessarily: no single GPU holds the job after the planned growth"
+                  if "no-fit-after-growth" in single else "yes, necessarily: no single GPU holds the job")
     else:
         answer = "yes"
     gpu = catalog.gpus.rows[rec.gpu_id]

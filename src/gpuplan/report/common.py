@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpuplan.core.layout_text import candidate_layout_text
 from gpuplan.schema.plan import Candidate, Deployment, PlanResult, Rejected
-from gpuplan.units import fmt_hours, fmt_usd
+from gpuplan.units import fmt_hours, fmt_money
 
 
 def time_text(c: Candidate, day: str = "d", per_request: str = "s/req", per_billion: str = "/1B tok") -> str:
@@ -22,8 +22,9 @@ def time_text(c: Candidate, day: str = "d", per_request: str = "s/req", per_bill
     return "-"
 
 
-def price_text(c: Candidate) -> str:
-    return "-" if c.price_usd is None else fmt_usd(c.price_usd)
+def price_text(c: Candidate, currency: str = "USD", usd_rate: float = 1.0) -> str:
+    """The hardware's purchase price, in the plan's currency (PlanResult.currency and usd_rate)."""
+    return "-" if c.price_usd is None else fmt_money(c.price_usd * usd_rate, currency)
 
 
 def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:
@@ -45,6 +46,21 @@ def unchosen_gpus(result: PlanResult) -> list[Rejected]:
     return list(last.values())
 
 
+def cost_text(c: Candidate) -> str:
+    """What the chosen deployment costs, as the budget sees it: a training run per run (and its runs over the
+    horizon), a service over the horizon with its upfront, running and resale lines, in the plan's currency."""
+    d = chosen_deployment(c)
+    if d is None:
+        return "no price list covers this configuration (add quotes with --prices)"
+    months = d.total_cost / d.monthly_cost if d.monthly_cost > 0 else 0.0
+    total = fmt_money(d.total_cost, d.currency)
+    if c.time_hours is not None and d.cost_per_run:
+        runs = d.total_cost / d.cost_per_run
+        return (f"{fmt_money(d.cost_per_run, d.currency)} per run" + (
+            f" ({runs:,.0f} runs over {months:,.0f} months: {total})" if runs > 1.05 else ""))
+    return f"{total} over {months:,.0f} months ({d.running_monthly:,.0f}/month running)"
+
+
 def is_chosen(c: Candidate, d: Deployment) -> bool:
     return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
 
@@ -53,4 +69,4 @@ def chosen_deployment(c: Candidate) -> Deployment | None:
     return next((d for d in c.deployments if is_chosen(c, d)), None)
 
 
-__all__ = ["chosen_deployment", "is_chosen", "layout_text", "price_text", "time_text", "unchosen_gpus"]
+__all__ = ["chosen_deployment", "cost_text", "is_chosen", "layout_text", "price_text", "time_text", "unchosen_gpus"]

@@ -28,9 +28,12 @@ def _layout(c: Candidate, lang: str) -> str:
     return layout_text(c, replicas=t("word_replicas", lang), batch=t("word_batch", lang))
 
 
-def _price(c: Candidate, nf: Numbers) -> str:
-    """The purchase price, as report/common.py's price_text writes it in English."""
-    return "-" if c.price_usd is None else nf.usd(c.price_usd)
+def _price(c: Candidate, nf: Numbers, result: PlanResult) -> str:
+    """The purchase price in the plan's currency (PlanResult.currency, converted with usd_rate)."""
+    if c.price_usd is None:
+        return "-"
+    return nf.usd(c.price_usd) if result.currency == "USD" else nf.money(c.price_usd * result.usd_rate,
+                                                                        result.currency)
 
 
 def _gib(n: float, nf: Numbers) -> str:
@@ -45,12 +48,18 @@ def _verdict(result: PlanResult, lang: str) -> list[str]:
     nf = numbers(lang)
     out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
              platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=_layout(rec, lang), time=_time(rec, lang), price=_price(rec, nf),
+             layout=_layout(rec, lang), time=_time(rec, lang), price=_price(rec, nf, result),
              mem=_gib(rec.memory.device_bytes, nf), grown=_gib(rec.grown_device_bytes, nf))]
     if rec.deployment is not None:
         d = rec.deployment
-        out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider,
-                     total=nf.money(d.total_cost, d.currency), monthly=nf.num(d.monthly_cost)))
+        chosen = chosen_deployment(rec)
+        if rec.time_hours is not None and chosen is not None and chosen.cost_per_run:
+            out.append(t("verdict_deploy_run", lang, option=d.option, provider=d.provider,
+                         run=nf.money(chosen.cost_per_run, d.currency), total=nf.money(d.total_cost, d.currency)))
+        else:
+            out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider,
+                         total=nf.money(d.total_cost, d.currency),
+                         monthly=nf.num(chosen.running_monthly if chosen is not None else d.monthly_cost)))
     return out
 
 
@@ -58,7 +67,7 @@ def _spec(c: Candidate, lang: str) -> str:
     s = c.server
     nf = numbers(lang)
     txt = t("spec", lang, cpu_sockets=s.cpu_sockets, cpu=s.cpu_model, cores=s.cpu_cores,
-            ram=nf.num(s.ram_bytes / 1e9), drives=s.drives, storage=nf.num(s.storage_bytes / 1e12, 1),
+            ram=nf.num(s.ram_bytes / GIB), drives=s.drives, storage=nf.num(s.storage_bytes / 1e12, 1),
             read=nf.num(s.storage_read_gb_s, 1), net=nf.num(s.network_gbit_s), power=nf.num(s.power_w / 1000, 1),
             btu=nf.num(s.cooling_btu_h), cooling=s.cooling)
     if s.rack_units:
@@ -69,7 +78,7 @@ def _spec(c: Candidate, lang: str) -> str:
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
     nf = numbers(lang)
     return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c, lang),
-             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf), nf.num(c.score, 2)]
+             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf, result), nf.num(c.score, 2)]
             for c in result.candidates]
 
 
@@ -85,7 +94,8 @@ def _breakeven(d: Deployment, lang: str) -> str:
 def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
     nf = numbers(lang)
     return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider, nf.num(d.upfront_cost),
-             nf.num(d.monthly_cost), nf.money(d.total_cost, d.currency), _breakeven(d, lang)]
+             nf.num(d.running_monthly), ("-" + nf.num(d.residual_value)) if d.residual_value else "0",
+             nf.money(d.total_cost, d.currency), _breakeven(d, lang)]
             for d in c.deployments]
 
 
@@ -174,8 +184,8 @@ def _candidate_head(lang: str) -> list[str]:
 
 
 def _deployment_head(lang: str) -> list[str]:
-    return [t(k, lang) for k in ("col_option", "col_provider", "col_upfront", "col_monthly", "col_total",
-                                 "col_breakeven")]
+    return [t(k, lang) for k in ("col_option", "col_provider", "col_upfront", "col_monthly", "col_resale",
+                                 "col_total", "col_breakeven")]
 
 
 def render_markdown(result: PlanResult, lang: str = "en") -> str:
@@ -314,7 +324,7 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     if rec is not None:
         out += [f"<h2>{_e(t('h_deployments', lang))}</h2>"]
         if rec.deployments:
-            out += _html_table(_deployment_head(lang), _deployment_rows(rec, lang), num={2, 3, 4})
+            out += _html_table(_deployment_head(lang), _deployment_rows(rec, lang), num={2, 3, 4, 5})
             if rec.deployment is not None:
                 out += _ul(rec.deployment.reasons)
             chosen = chosen_deployment(rec)

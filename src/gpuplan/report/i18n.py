@@ -25,8 +25,11 @@ STRINGS: dict[str, tuple[str, str]] = {
                 "time {time}, price {price}; {mem} GiB per GPU ({grown} after growth).",
                 "Recommandation ({objective}) : {servers} x {platform} avec {gpus} x {gpu} ({gpu_id}), {layout} ; "
                 "durée {time}, prix {price} ; {mem} Gio par GPU ({grown} après croissance)."),
-    "verdict_deploy": ("Deployment: {option} ({provider}), {total} over the horizon, {monthly}/month.",
-                       "Déploiement : {option} ({provider}), {total} sur l'horizon, {monthly}/mois."),
+    "verdict_deploy": ("Deployment: {option} ({provider}), {total} over the horizon, {monthly}/month running.",
+                       "Déploiement : {option} ({provider}), {total} sur l'horizon, {monthly}/mois de "
+                       "fonctionnement."),
+    "verdict_deploy_run": ("Deployment: {option} ({provider}), {run} per run ({total} over the horizon).",
+                           "Déploiement : {option} ({provider}), {run} par exécution ({total} sur l'horizon)."),
     "no_recommendation": ("No configuration qualifies.", "Aucune configuration ne convient."),
     "objective_cost": ("cost", "coût"),
     "objective_time": ("time", "durée"),
@@ -54,6 +57,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "col_provider": ("provider", "fournisseur"),
     "col_upfront": ("upfront", "investissement"),
     "col_monthly": ("per month", "par mois"),
+    "col_resale": ("resale", "revente"),
     "col_total": ("total", "total"),
     "col_breakeven": ("break-even", "point mort"),
     "v_pass": ("pass", "conforme"),

@@ -18,9 +18,9 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan.report.common import is_chosen, layout_text, price_text, time_text, unchosen_gpus
+from gpuplan.report.common import cost_text, is_chosen, layout_text, price_text, time_text, unchosen_gpus
 from gpuplan.schema.plan import Candidate, ChecklistItem, Deployment, PlanResult
-from gpuplan.units import GIB, fmt_gib
+from gpuplan.units import GIB, fmt_gib, fmt_ram_gb
 
 #: checklist verdict -> (mark, colour)
 MARK = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "not evaluated": ("–", "dim")}
@@ -38,7 +38,7 @@ KEPT_GLYPH = "░"
 KEPT_GLYPH_PLAIN = ":"
 BAR_WIDTH = 80
 #: reasons under the verdict in the summary (all of them with --details)
-WHY_MAX = 4
+WHY_MAX = 3
 
 
 @contextmanager
@@ -132,9 +132,7 @@ def _where(rec: Candidate) -> str:
     d = rec.deployment
     if d is None:
         return "no price list covers this configuration (add quotes with --prices)"
-    months = d.total_cost / d.monthly_cost if d.monthly_cost > 0 else None
-    over = f" over {months:,.0f} months" if months else ""
-    return f"deploy {d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency}{over} ({d.monthly_cost:,.0f}/month)"
+    return f"deploy {d.option} ({d.provider}): {cost_text(rec)}"
 
 
 def _verdict(result: PlanResult, rec: Candidate) -> Text:
@@ -149,6 +147,8 @@ def _verdict(result: PlanResult, rec: Candidate) -> Text:
     else:
         when = f"the run takes {time_text(rec)}"
     out = Text()
+    if rec.evidence is not None and not rec.evidence.adequate:
+        out.append("No candidate has adequate evidence; the best of what qualifies: ", style="bold yellow")
     out.append("Get ", style="bold")
     out.append(what, style="bold green")
     out.append(f"; {_where(rec)}; {when}.  [objective: {result.objective}]")
@@ -163,15 +163,15 @@ def why_reasons(rec: Candidate) -> list[str]:
     return picks + rest
 
 
-def _server(rec: Candidate) -> Table:
+def _server(rec: Candidate, currency: str = "USD", rate: float = 1.0) -> Table:
     s = rec.server
     g = Table.grid(padding=(0, 2))
     g.add_column(style="bold", no_wrap=True)
     g.add_column()
     rack = f", {s.rack_units} U" if s.rack_units else ""
-    g.add_row("Server", f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec)}")
+    g.add_row("Server", f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec, currency, rate)}")
     g.add_row("", f"{rec.gpus_per_server} × {rec.gpu_name} ({rec.gpu_id}) per server, {layout_text(rec)}")
-    g.add_row("", f"{s.cpu_sockets} × {s.cpu_model} ({s.cpu_cores} cores) · RAM {s.ram_bytes / 1e9:,.0f} GB · "
+    g.add_row("", f"{s.cpu_sockets} × {s.cpu_model} ({s.cpu_cores} cores) · RAM {fmt_ram_gb(s.ram_bytes)} · "
                   f"NVMe {s.storage_bytes / 1e12:,.1f} TB ({s.drives} drive{'s' if s.drives > 1 else ''}, "
                   f"{s.storage_read_gb_s:,.1f} GB/s) · "
                   f"network {s.network_gbit_s:,.0f} Gb/s · {s.power_w / 1000:,.1f} kW · "
@@ -195,16 +195,21 @@ def _memory(console: Console, rec: Candidate, headroom: float) -> None:
 
 def _candidates(result: PlanResult, top: int) -> Table:
     shown = result.candidates[:top]
-    t = Table(title=f"Alternatives (best {len(shown)} of {len(result.candidates)}; → recommended, * Pareto; "
-                    "GPUs per server × servers)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              show_edge=False, padding=(0, 1))
-    for col in ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", "price", "score"):
-        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", "price", "score") else "left",
+    kept = max(result.stats.candidates_kept, len(result.candidates))
+    thin = any(c.evidence is not None and not c.evidence.adequate for c in shown)
+    t = Table(title=f"Alternatives (best {len(shown)} of {kept} that qualify; → recommended, * Pareto"
+                    + ("; ? evidence not adequate, ranked last" if thin else "") + "; GPUs per server × servers)",
+              title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
+    price_col = f"price {result.currency}"
+    for col in ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", price_col, "score"):
+        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", price_col, "score") else "left",
                      no_wrap=col != "layout", min_width=2 if not col else None)
     for c in shown:
-        mark = ("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
+        mark = (("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
+                + ("?" if c.evidence is not None and not c.evidence.adequate else " "))
+        price = "-" if c.price_usd is None else f"{c.price_usd * result.usd_rate:,.0f}"
         t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout_text(c),
-                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), price_text(c), f"{c.score:,.2f}")
+                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), price, f"{c.score:.3g}")
     return t
 
 
@@ -216,12 +221,15 @@ def _breakeven(d: Deployment) -> str:
 def _deployments(rec: Candidate) -> Table:
     t = Table(title="Deployment costs (→ chosen)",
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    for col in ("option", "provider", "upfront", "per month", "total", "cheaper than… from"):
-        t.add_column(col, justify="right" if col in ("upfront", "per month", "total") else "left",
-                     no_wrap=col not in ("provider", "cheaper than… from"))
+    money = ("upfront", "per month", "resale", "total")
+    for col in ("option", "provider", *money, "cheaper than"):
+        t.add_column(col, justify="right" if col in money else "left", no_wrap=col not in ("provider", "cheaper than"))
     for d in rec.deployments:
         t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, d.provider, f"{d.upfront_cost:,.0f}",
-                  f"{d.monthly_cost:,.0f}", f"{d.total_cost:,.0f} {d.currency}", _breakeven(d))
+                  f"{d.running_monthly:,.0f}", f"-{d.residual_value:,.0f}" if d.residual_value else "0",
+                  f"{d.total_cost:,.0f} {d.currency}", _breakeven(d))
+    for gap in rec.deployment.gaps if rec.deployment is not None else []:
+        t.add_row("  " + gap.split(":")[0], gap.split(":", 1)[1].strip(), "", "", "", "", "")
     return t
 
 
@@ -294,7 +302,7 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         console.print(_hanging([("  ·", r) for r in (why if details else why[:WHY_MAX])]
                                + [(Text("  !", style="bold yellow"), Text(w, style="yellow"))
                                   for w in rec.server.warnings]))
-        console.print(_server(rec))
+        console.print(_server(rec, result.currency, result.usd_rate))
         _memory(console, rec, result.headroom)
     else:
         console.print(Text("No recommendation: no candidate meets the project.", style="bold red"))

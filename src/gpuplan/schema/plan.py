@@ -3,6 +3,7 @@ why, and the decision checklist. JSON keys carry their units."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Literal
 
 from pydantic import (
@@ -47,6 +48,8 @@ class ServerNeeds(_Out):
     tensor_parallel: int = 1
     #: the training is data-parallel across servers (needs a cluster network)
     multi_node: bool = False
+    #: the server serves a model (its RAM follows the serving data path, not 2x VRAM)
+    serving: bool = False
 
 
 class ServerSpec(_Out):
@@ -113,6 +116,8 @@ class DeploymentChoice(_Out):
     monthly_cost: float
     currency: str
     reasons: list[str]
+    #: the options the project asked for that no price list covers for this GPU ("managed: no ... price")
+    gaps: list[str] = Field(default_factory=list)
 
 
 class CandidateLayout(_Out):
@@ -148,6 +153,25 @@ class CandidateLayout(_Out):
         if value is None:
             raise KeyError(key)
         return value  # type: ignore[no-any-return]
+
+
+class Evidence(_Out):
+    """How well a candidate's numbers are known: its speed (calibrated on published runs of its GPU generation, or
+    extrapolated from a prior) and its price (how many quotes of which kind, how old). A candidate whose evidence
+    is not adequate is recommended only when no adequate one qualifies (core/search/evidence.py)."""
+
+    #: calibrated: published runs of the GPU's generation fit the speed model; extrapolated: a prior only
+    speed: Literal["calibrated", "extrapolated"]
+    #: quoted: a price quote (cloud or managed) younger than six months; dated: older quotes from two providers
+    #: or more, or a purchase price with its source; thin: one old quote, or none
+    price: Literal["quoted", "dated", "thin"]
+    #: price quotes in the price lists for this GPU, by kind (purchase, managed, cloud on-demand, reserved-1y, ...)
+    quotes: dict[str, int] = Field(default_factory=dict)
+    #: providers quoting it (cloud and managed)
+    providers: int = 0
+    newest_quote: datetime.date | None = None
+    adequate: bool
+    reasons: list[str] = Field(default_factory=list)
 
 
 class Candidate(_Out):
@@ -188,6 +212,8 @@ class Candidate(_Out):
     deployments: list[Deployment] = Field(default_factory=list)
     #: the option chosen among them, with reasons
     deployment: DeploymentChoice | None = None
+    #: how well its speed and price are known
+    evidence: Evidence | None = None
 
 
 #: why a GPU type or server shape was not kept, for programs (the `reason` says it for people)
@@ -221,6 +247,10 @@ class PlanStats(_Out):
     gpu_types: int
     #: the cost objective counts costs up to this much (USD) above the cheapest as the cheapest: 1% of the budget
     same_cost_usd: float = 0.0
+    #: candidates that qualified (the plan shows the first `top` of them)
+    candidates_kept: int = 0
+    #: the lowest cost_usd among them: what the cost objective's 10% buckets count from (with same_cost_usd)
+    cheapest_cost_usd: float | None = None
 
 
 class GrowthRow(_Out):
@@ -261,9 +291,13 @@ class PlanResult(_Out):
     headroom: float = MEMORY_HEADROOM
     #: the shown candidates at x1 (as planned), x1.5 and x2 model size (empty for a traced model)
     growth_view: list[GrowthRow] = Field(default_factory=list)
+    #: the currency every deployment cost is in (the budget's), and what 1 USD is in it (data/fx.toml): catalog
+    #: prices (price_usd, cost_usd) are converted with it for display
+    currency: str = "USD"
+    usd_rate: float = 1.0
 
 
-__all__ = ["Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
+__all__ = ["Candidate", "CandidateLayout", "Evidence", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
            "PlanStats", "RejectCode", "Rejected", "ServerNeeds",
            "ServerSpec", "Verdict"]
 

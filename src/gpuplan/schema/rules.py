@@ -40,6 +40,11 @@ class ServerRules(BaseModel):
     ram_to_vram_ratio: float = Field(gt=0)
     #: with CPU offload, RAM kept for the page cache: this fraction of the ratio figure (or the dataset, if smaller)
     ram_data_cache_fraction: float = Field(ge=0, le=1)
+    #: serving: RAM for the checkpoint in the page cache (x the weights), the engine's CPU swap space per GPU (GB)
+    #: and the operating system and engine processes (GB); RAM >= 2x VRAM stays the training floor
+    ram_serving_checkpoint_factor: float = Field(ge=0, le=4)
+    ram_serving_swap_gb_per_gpu: float = Field(ge=0, le=1024)
+    ram_serving_base_gb: float = Field(ge=0, le=4096)
     #: RDIMM sizes on sale, GB, by memory type (DDR4, DDR5)
     dimm_sizes_gb: dict[str, list[int]]
     dimms_per_channel_unknown: int = Field(ge=1, le=2)

@@ -16,20 +16,15 @@ from gpuplan.core.cost.tco import (
     resolve_assumptions,
 )
 from gpuplan.core.cost.tco import Config as TcoConfig
-from gpuplan.schema.plan import Candidate
+from gpuplan.core.search.evidence import STALE_DAYS, is_stale
+from gpuplan.schema.plan import Candidate, Deployment
 from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.project import Project
 from gpuplan.units import HOURS_PER_MONTH
 
-#: a price older than this many days is flagged in the report
-STALE_DAYS = 183
 #: the deployment settings a project may set to replace the assumptions of data/tco.toml
 OVERRIDES = ("pue", "electricity_per_kwh", "utilization", "depreciation_years", "residual_value_fraction",
              "staff_fte_per_server", "staff_cost_per_fte_year", "colocation_per_kw_month", "support_fraction_per_year")
-
-
-def is_stale(as_of: datetime.date, today: datetime.date) -> bool:
-    return (today - as_of).days > STALE_DAYS
 
 
 def median_rent(book: PriceBook, fx: dict[str, float]) -> dict[str, float]:
@@ -85,8 +80,21 @@ def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx:
                 if d.option in ("cloud", "managed") else d for d in deps]
         if currency != "USD":
             deps = [d.model_copy(update={"assumptions": [*d.assumptions, fx_note]}) for d in deps]
-        out.append(c.model_copy(update={"deployments": deps, "deployment": choose(deps, use)}))
+        choice = choose(deps, use)
+        gaps = _gaps(c.gpu_id, list(dep.options), deps)
+        if choice is not None and gaps:
+            choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
+        out.append(c.model_copy(update={"deployments": deps, "deployment": choice}))
     return out
+
+
+def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
+    """The deployment options asked for that no price covers for this GPU, said next to the others."""
+    have = {d.option for d in deps}
+    what = {"on-prem": "no purchase price", "managed": "no managed-hosting (monthly dedicated server) price",
+            "cloud": "no cloud GPU-hour price"}
+    return [f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)" for o in options
+            if o not in have]
 
 
 __all__ = ["OVERRIDES", "STALE_DAYS", "is_stale", "median_rent", "with_deployments"]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuplan.schema.plan import Deployment, DeploymentChoice
 from gpuplan.schema.prices import CloudPrice, HostingOffer
+from gpuplan.units import fmt_money
 
 HOURS_PER_MONTH = 730.0
 
@@ -121,16 +122,20 @@ def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], fx: dict[str, 
         setup = o.setup * rate * units
         months = max(use.horizon_months, o.min_months)
         total = setup + monthly * months
+        # what the minimum term commits beyond the horizon is owed whatever happens: it counts as upfront, so that
+        # upfront + running x horizon is the total
+        committed = monthly * (months - use.horizon_months)
         ass = [f"{units} x {o.provider} {o.id} at {o.monthly:,.0f} {o.currency}/month + {o.setup:,.0f} setup "
                f"({o.source}, {o.as_of})", f"includes: {', '.join(o.includes) or 'not stated'}"]
         if o.min_months > use.horizon_months:
-            ass.append(f"minimum commitment {o.min_months} months, longer than the horizon: paid in full")
+            ass.append(f"minimum commitment {o.min_months} months, longer than the horizon: paid in full (the "
+                       f"{months - use.horizon_months} months beyond it, {committed:,.0f}, are counted upfront)")
         if units > cfg.servers:
             ass.append(f"{o.gpus} GPU(s) per offer: {per_server} offers per server of {cfg.gpus_per_server} GPUs "
                        "(no NVLink between them)")
         out.append(Deployment(option="managed", provider=f"{o.provider} {o.id}", monthly_cost=total / use.horizon_months,
-                              total_cost=total, upfront_cost=setup, running_monthly=monthly, currency=currency,
-                              assumptions=ass))
+                              total_cost=total, upfront_cost=setup + committed, running_monthly=monthly,
+                              currency=currency, assumptions=ass))
     return out
 
 
@@ -139,27 +144,70 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], fx: dict[str, floa
     n = cfg.gpus_per_server * cfg.servers
     months = use.horizon_months
     hours = months * HOURS_PER_MONTH * (1.0 if use.serving else use.utilization)
-    storage = use.storage_bytes / 1e12 * a.get("cloud_storage_usd_per_tb_month") * fx[currency] * months
     out = []
     kinds = {"on-demand": 0, "reserved-1y": 12, "reserved-3y": 36}
+    on_demand = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == "on-demand"]
     for kind, term in kinds.items():
         rows = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
         if not rows or (term and months < term):
             continue
         rate = statistics.median(p.price_per_gpu_hour * fx[currency] / fx[p.currency] for p in rows)
-        # reserved capacity is paid every hour of the term, used or not
+        # reserved capacity is paid every hour of the term, used or not; on demand, a training run is billed as
+        # the providers bill it (their increment and minimum, data/prices.toml)
         billed = months * HOURS_PER_MONTH if term else hours
+        billing = None
+        if not term and not use.serving and use.run_hours:
+            per_run, billing = billed_hours(use.run_hours, rows)
+            billed = hours / use.run_hours * per_run
+        # the dataset and checkpoints sit on cloud storage while the capacity is held: a training run's hours, a
+        # service's whole horizon
+        stored_months = billed / HOURS_PER_MONTH
+        storage = use.storage_bytes / 1e12 * a.get("cloud_storage_usd_per_tb_month") * fx[currency] * stored_months
         total = rate * n * billed + storage
+        providers = sorted({p.provider for p in rows})
         ass = [f"{kind}: median {rate:.2f} {currency}/GPU-hour of {len(rows)} price(s) "
-               f"({', '.join(sorted({p.provider for p in rows})[:4])})",
+               f"({', '.join(providers[:4])})",
                f"{n} GPUs x {billed:,.0f} h" + ("" if term or use.serving else f" ({use.utilization:.0%} of the time)"),
                f"storage {use.storage_bytes / 1e12:,.1f} TB x {a.get('cloud_storage_usd_per_tb_month'):g} USD/TB-month "
-               f"({a.sources['cloud_storage_usd_per_tb_month']})",
+               f"x {stored_months:,.2f} months held ({a.sources['cloud_storage_usd_per_tb_month']})",
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
+        if billing:
+            ass.append(billing)
+        if term:
+            same = [p for p in on_demand if p.provider in providers]
+            ass.append(_same_provider_on_demand(kind, rate, same, fx, currency))
         out.append(Deployment(option="cloud", provider=f"cloud {kind}", monthly_cost=total / months, total_cost=total,
                               upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
                               price_per_gpu_hour=rate))
     return out
+
+
+def billed_hours(run_hours: float, rows: list[CloudPrice]) -> tuple[float, str | None]:
+    """The hours one run is billed for, as the providers quoted bill: rounded up to the coarsest billing increment
+    among them and at least the largest minimum (data/prices.toml `billing_increment_s`, `minimum_billed_hours`);
+    providers whose billing is not in the data are taken as billing the exact time. With the rule applied, a
+    sentence saying so."""
+    increments = [p.billing_increment_s for p in rows if p.billing_increment_s]
+    minimums = [p.minimum_billed_hours for p in rows if p.minimum_billed_hours]
+    if not increments and not minimums:
+        return run_hours, None
+    step = max(increments, default=1) / 3600
+    billed = max(math.ceil(run_hours / step - 1e-9) * step, max(minimums, default=0.0))
+    if billed <= run_hours * (1 + 1e-9):
+        return run_hours, None
+    return billed, (f"billed {billed:,.2f} h per run for {run_hours:,.2f} h of work: the coarsest billing of the "
+                    f"providers quoted ({max(increments, default=1):,} s increments, minimum "
+                    f"{max(minimums, default=0.0):g} h)")
+
+
+def _same_provider_on_demand(kind: str, rate: float, same: list[CloudPrice], fx: dict[str, float],
+                             currency: str) -> str:
+    """A reserved price against the on-demand price of the same provider(s): the discount the commitment buys."""
+    if not same:
+        return f"{kind}: no on-demand price of the same provider to compare with"
+    od = statistics.median(p.price_per_gpu_hour * fx[currency] / fx[p.currency] for p in same)
+    return (f"the same provider(s) on demand: {od:.2f} {currency}/GPU-hour; the {kind} commitment saves "
+            f"{1 - rate / od:.0%}" if od > 0 else f"{kind}: no on-demand price of the same provider")
 
 
 def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[HostingOffer], a: Assumptions,
@@ -189,9 +237,42 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
         vs = {}
         for opt, other in best.items():
             if opt != d.option:
-                vs[opt] = breakeven(d, other)
+                vs[opt] = breakeven_within(d, other, use.horizon_months, a)
         out.append(d.model_copy(update={"breakeven_months_vs": vs}))
     return out
+
+
+def cost_by_month(d: Deployment, month: float, horizon: int, a: Assumptions) -> float:
+    """What `d` has cost by `month` if it stopped there: upfront + running x month, less what owned hardware would
+    fetch then (straight-line depreciation to the residual fraction); at the horizon this is d.total_cost."""
+    cost = d.upfront_cost + d.running_monthly * month
+    if d.residual_value:
+        years, floor = a.get("depreciation_years"), a.get("residual_value_fraction")
+
+        def worth(m: float) -> float:
+            return max(floor, 1 - (1 - floor) * m / (12 * years))
+
+        cost -= d.residual_value * worth(month) / worth(horizon)
+    return cost
+
+
+def breakeven_within(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assumptions) -> float | None:
+    """The month (tenths) from which `a_dep` has cost less than `b_dep` for good, up to the horizon, on curves that
+    count the resale value of owned hardware (so a break-even agrees with the totals); None: `a_dep` is not the
+    cheaper at the horizon. Without resale on either side this is `breakeven` where the curves cross in time."""
+    if not a_dep.residual_value and not b_dep.residual_value:
+        m = breakeven(a_dep, b_dep)
+        return m if m is not None and m <= horizon else None
+    steps = int(horizon * 10)
+    if cost_by_month(a_dep, horizon, horizon, a) > cost_by_month(b_dep, horizon, horizon, a):
+        return None
+    first = 0.0
+    for k in range(steps, -1, -1):
+        m = k / 10
+        if cost_by_month(a_dep, m, horizon, a) > cost_by_month(b_dep, m, horizon, a):
+            first = (k + 1) / 10
+            break
+    return first
 
 
 def _per_unit(d: Deployment, use: Usage) -> Deployment:
@@ -224,7 +305,8 @@ def owning_breakeven_utilization(on_prem: Deployment, cloud_rate_per_gpu_hour: f
     return on_prem.total_cost / cloud_full if cloud_full > 0 else math.inf
 
 
-__all__ = ["Assumptions", "Config", "Usage", "breakeven", "compare", "owning_breakeven_utilization"]
+__all__ = ["Assumptions", "Config", "Usage", "billed_hours", "breakeven", "breakeven_within", "compare", "cost_by_month",
+           "owning_breakeven_utilization"]
 
 
 #: the cost model's inputs: (project key in `deployment`, data/tco.toml id, converted from USD, default when the
@@ -275,8 +357,10 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
     if not deps:
         return None
     best = deps[0]
-    reasons = [f"cheapest over {use.horizon_months} months: {best.total_cost:,.0f} {best.currency} "
-               f"({best.monthly_cost:,.0f}/month)"]
+    if use.run_hours and best.cost_per_run:
+        reasons = [f"cheapest per run: {fmt_money(best.cost_per_run, best.currency)}"]
+    else:
+        reasons = [f"cheapest over {use.horizon_months} months: {fmt_money(best.total_cost, best.currency)}"]
     seen = {best.option}
     for d in deps[1:]:
         if d.option in seen:

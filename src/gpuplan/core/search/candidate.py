@@ -23,6 +23,7 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
     Candidate,
     CandidateLayout,
+    Evidence,
     Rejected,
     ServerNeeds,
     ServerSpec,
@@ -51,6 +52,10 @@ class Context:
     total_tokens: float | None
     deadline_h: float | None
     dataset_bytes: float
+    #: how well each GPU's speed and price are known, by GPU id (core/search/evidence.py)
+    evidence: dict[str, Evidence]
+    #: the plan's currency (the budget's): reasons state money in it, converted with usd_to_budget
+    currency: str = "USD"
 
 
 @dataclass(eq=False, slots=True)
@@ -76,6 +81,11 @@ class Pick:
     time_hours: float | None
     request_latency_s: float | None
     checkpoint_bytes: float
+
+    adequate: bool = True
+    #: set by the ranking
+    score: float = 0.0
+    pareto: bool = False
 
     @property
     def gpu_id(self) -> str:
@@ -106,7 +116,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=proj.data.modality,
                         purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
                         weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
-                        tensor_parallel=c.layout.tp, multi_node=servers > 1 and training)
+                        tensor_parallel=c.layout.tp, multi_node=servers > 1 and training, serving=not training)
     spec, why = ctx.build_server(needs)
     if spec is None:
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
@@ -140,12 +150,14 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     if why is not None:
         _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why)
         return None
+    ev = ctx.evidence.get(gpu.id)
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
                 grown_device_bytes=grown, cap=cap, usable=usable, server=spec, price_usd=price, rent_usd=rent,
-                cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency, checkpoint_bytes=ckpt_b)
+                cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency, checkpoint_bytes=ckpt_b,
+                adequate=ev is None or ev.adequate)
 
 
-def materialize(ctx: Context, k: Pick, score: float, pareto: bool) -> Candidate:
+def materialize(ctx: Context, k: Pick) -> Candidate:
     """The full Candidate of a kept pick: its memory breakdown, its speed with ranges, and the reasons."""
     c, gpu = k.config, k.gpu
     lay, w = c.layout, c.workload
@@ -162,14 +174,13 @@ def materialize(ctx: Context, k: Pick, score: float, pareto: bool) -> Candidate:
                                  batch_per_replica=w.batch_size)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
+    ev = ctx.evidence.get(gpu.id)
+    if ev is not None and not ev.adequate:
+        reasons.insert(0, f"evidence: {ev.reasons[-1]} ({'; '.join(ev.reasons[:-1])})")
     if ctx.speed.generations[gpu.generation].basis == "prior":
         reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
                        "the range")
     price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
-    if cost is not None:
-        reasons.append(f"cost {'to buy' if basis == 'buy' else 'to rent'}: ${cost:,.0f}"
-                       + (f" (buying: ${price:,.0f})" if basis == "rent" and price is not None else "")
-                       + (f" (renting: ${rent:,.0f})" if basis == "buy" and rent is not None else ""))
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
         memory=memory_out(mem, k.cap), time=time, inference=k.inference.inference if k.inference else None,
@@ -177,7 +188,8 @@ def materialize(ctx: Context, k: Pick, score: float, pareto: bool) -> Candidate:
         grown_device_bytes=k.grown_device_bytes,
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
         price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis,  # type: ignore[arg-type]
-        time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=score, pareto=pareto, reasons=reasons,
+        time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=k.score, pareto=k.pareto, reasons=reasons,
+        evidence=ctx.evidence.get(gpu.id),
     )
 
 

@@ -52,6 +52,7 @@ from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
     Candidate,
+    Evidence,
     GrowthRow,
     PlanStats,
     Rejected,
@@ -77,8 +78,9 @@ class SearchInputs:
     overheads: Overheads
     #: builds the server around a candidate: (spec or None, reason)
     build_server: Callable[[ServerNeeds], tuple[ServerSpec | None, str | None]]
-    #: USD -> the budget's currency
+    #: USD -> the budget's currency, and that currency
     usd_to_budget: float = 1.0
+    currency: str = "USD"
     #: reference rental price per GPU-hour (USD), by GPU id
     rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
     #: checkpoints a run keeps (data/server_rules.toml)
@@ -86,6 +88,8 @@ class SearchInputs:
     notes: list[Note] = field(default_factory=list)
     #: seconds on a monotonic clock (time.perf_counter in the shells): what stats.search_seconds is measured with
     clock: Callable[[], float] = lambda: 0.0
+    #: how well each GPU's speed and price are known (core/search/evidence.py); none: every GPU counts as adequate
+    evidence: dict[str, Evidence] = field(default_factory=dict)
 
 
 class SearchOutput(NamedTuple):
@@ -98,6 +102,8 @@ class SearchOutput(NamedTuple):
     #: every kept candidate, ranked, as the light records the ranking read (gpu_id, gpus_per_server, servers,
     #: time_hours, cost_usd, ...): what the FAQ compares across all of them
     ranked: list[Pick]
+    #: the full Candidate of any of `ranked` (the first `top` are in `candidates` already)
+    materialize: Callable[[Pick], Candidate]
 
 
 def memory_headroom(project: Project) -> float:
@@ -139,7 +145,7 @@ class _Search:
                            usd_to_budget=inp.usd_to_budget, rent_per_gpu_hour=inp.rent_per_gpu_hour,
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
-                           dataset_bytes=dataset_bytes)
+                           dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency)
         self.configs: dict[tuple[int, int], list[Config]] = {}
         self.smallest: dict[tuple[int, int], int | None] = {}
         self.terms_cache: dict[tuple[object, ...], object] = {}
@@ -327,13 +333,17 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top
         s.explore(gpu)
     goals, horizon = s.proj.goals, s.proj.growth.horizon_months
     same_cost = same_cost_usd(goals.budget, horizon, inp.usd_to_budget)
-    ranked = rank(s.picks, objective, same_cost)
-    picks = [k for k, _, _ in ranked]
+    picks = []
+    for k, score, front in rank(s.picks, objective, same_cost, adequate=lambda k: k.adequate):
+        k.score, k.pareto = score, front
+        picks.append(k)
     growth = s.growth_view(picks, growth_top)
-    shown = [materialize(s.ctx, k, score, front) for k, score, front in (ranked[:top] if top else ranked)]
+    shown = [materialize(s.ctx, k) for k in (picks[:top] if top else picks)]
+    priced = [k.cost_usd for k in picks if k.cost_usd is not None]
     stats = PlanStats(candidates_evaluated=s.evaluated + s.timed, search_seconds=inp.clock() - t0,
-                      gpu_types=len(s.gpus), same_cost_usd=same_cost)
-    return SearchOutput(shown, s.rejected, stats, growth, picks)
+                      gpu_types=len(s.gpus), same_cost_usd=same_cost, candidates_kept=len(picks),
+                      cheapest_cost_usd=min(priced) if priced else None)
+    return SearchOutput(shown, s.rejected, stats, growth, picks, lambda k: materialize(s.ctx, k))
 
 
 __all__ = ["TIMED_PER_SHAPE", "SearchInputs", "SearchOutput", "memory_headroom", "search", "trainable_parameters"]

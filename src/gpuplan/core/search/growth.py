@@ -10,21 +10,11 @@ the view costs a few estimates per layout, whatever the size of the catalog. Pur
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
+from gpuplan.core.search.ranking import Listed
 from gpuplan.core.search.shapes import Config
 from gpuplan.schema.plan import GrowthRow
 
-
-class Shown(Protocol):
-    """What the growth view reads of a candidate."""
-
-    @property
-    def gpu_id(self) -> str: ...
-    @property
-    def gpus_per_server(self) -> int: ...
-    @property
-    def servers(self) -> int: ...
 
 #: model sizes against the plan: as planned, then 1.5 and 2 times deeper
 GROWTH_FACTORS = (1.0, 1.5, 2.0)
@@ -48,7 +38,7 @@ def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usab
     return None
 
 
-def growth_rows(cand: Shown, config: Config, usable: int, shapes: Sequence[tuple[int, Sequence[Config]]],
+def growth_rows(cand: Listed, config: Config, usable: int, shapes: Sequence[tuple[int, Sequence[Config]]],
                 model_scale: float, parameters: Callable[[float], int],
                 device_at: Callable[[Config, float], int]) -> list[GrowthRow]:
     """The candidate (run with `config`) at each of GROWTH_FACTORS x the planned model. `model_scale` is the

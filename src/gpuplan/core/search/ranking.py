@@ -5,7 +5,7 @@ light records before building full results for the candidates it shows."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from gpuplan.schema.project import Budget
@@ -16,6 +16,19 @@ SAME = 1.1
 #: with a budget, costs closer than this fraction of it count as the same too: a difference under 1% of what
 #: the team can spend does not decide the purchase, the simpler machine does
 SAME_BUDGET_FRACTION = 0.01
+
+
+class Listed(Protocol):
+    """What the growth view and the FAQ read of a kept candidate (a full Candidate or the search's light record)."""
+
+    @property
+    def gpu_id(self) -> str: ...
+    @property
+    def gpus_per_server(self) -> int: ...
+    @property
+    def servers(self) -> int: ...
+    @property
+    def time_hours(self) -> float | None: ...
 
 
 class Ranked(Protocol):
@@ -75,8 +88,15 @@ def _rel(t: float, t_min: float) -> float:
     return t / t_min if math.isfinite(t) and math.isfinite(t_min) else float(UNPRICED)
 
 
+#: training runs shorter than this count as equally fast: a job done within the hour leaves nothing to gain from a
+#: bigger machine that finishes sooner, so the ranking falls to cost and then to the smaller machine
+SHORTEST_RUN_HOURS = 1.0
+
+
 def _time(c: Ranked) -> float:
-    return c.time_hours if c.time_hours is not None else (c.request_latency_s or math.inf)
+    if c.time_hours is not None:
+        return max(c.time_hours, SHORTEST_RUN_HOURS)
+    return c.request_latency_s or math.inf
 
 
 def pareto_front(costs: Sequence[float], times: Sequence[float]) -> list[bool]:
@@ -97,10 +117,13 @@ def pareto_front(costs: Sequence[float], times: Sequence[float]) -> list[bool]:
     return out
 
 
-def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0) -> list[tuple[T, float, bool]]:
+def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
+         adequate: Callable[[T], bool] | None = None) -> list[tuple[T, float, bool]]:
     """(candidate, score, on the Pareto front), best first. Score (lower is better) by the objective. Cost is the
     cheaper of buying and renting; a candidate without any price ranks after the priced ones. `same_cost` (USD):
-    costs that much above the cheapest still count as the cheapest (same_cost_usd)."""
+    costs that much above the cheapest still count as the cheapest (same_cost_usd). `adequate`: whether a
+    candidate's evidence is adequate (core/search/evidence.py); those that are not rank after every one that is,
+    whatever their score."""
     if not cands:
         return []
     priced = [c.cost_usd for c in cands if c.cost_usd is not None]
@@ -123,11 +146,19 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0) -> list[tup
             bucket = math.floor(math.log(t / t_min) / math.log(SAME)) if math.isfinite(t) and math.isfinite(t_min) \
                 else UNPRICED
             score = bucket + (0.5 * (1 - p_min / price) if math.isfinite(price) else 0.5)
-        else:  # balanced: geometric mean of the two ratios; without a price, after every priced one, by time
-            score = math.sqrt((price / p_min) * (t / t_min)) if math.isfinite(price) else UNPRICED + _rel(t, t_min)
+        else:  # balanced: the geometric mean of the two ratios, within 10% the same (the estimates are not finer):
+            # then fewer GPUs, the simpler machine; without a price, after every priced one, by time
+            if math.isfinite(price):
+                mean = math.sqrt((price / p_min) * (t / t_min))
+                n = c.gpus_per_server * c.servers
+                score = math.floor(math.log(mean) / math.log(SAME)) + 1e-2 * math.log2(n) + 1e-4 * mean
+            else:
+                score = UNPRICED + _rel(t, t_min)
         out.append((c, score, on_front))
-    return sorted(out, key=lambda r: (r[1], r[0].cost_usd if r[0].cost_usd is not None else math.inf, _time(r[0])))
+    first = adequate or (lambda c: True)
+    return sorted(out, key=lambda r: (not first(r[0]), r[1], r[0].cost_usd if r[0].cost_usd is not None else math.inf,
+                                      _time(r[0])))
 
 
-__all__ = ["SAME", "SAME_BUDGET_FRACTION", "UNPRICED", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank",
+__all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank",
            "same_cost_usd"]

@@ -95,7 +95,7 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
     # no growth view: the planned growth is not applied to a traced model either (trace the grown model)
     ranked = [c.model_copy(update={"score": score, "pareto": front}) for c, score, front in
               rank(cands, objective, same_cost)]
-    return SearchOutput(ranked, rejected, stats, [], ranked)  # type: ignore[arg-type]
+    return SearchOutput(ranked, rejected, stats, [], ranked, lambda c: c)  # type: ignore[arg-type]
 
 
 __all__ = ["search_traced"]

@@ -196,7 +196,9 @@ def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds, rules: Serve
     net_gbps = float(nics * nic.total_gbps) if nic else 0.0
     need_lanes, avail = lanes_step(p, g, n, cpu, drive, k, nic, nics, b)
     power = power_step(p, g, n, cpu, dimms, k, nics, rules, b)
-    psu = psu_step(p, power, needs.purpose, rules, b)
+    psu, psu_short = psu_step(p, power, needs.purpose, rules, b)
+    if psu_short is not None:
+        return None, psu_short
     cooling, btu = cooling_step(p, g, power, rules, b)
     rack_step(p, b)
     links_step(g, needs, b)

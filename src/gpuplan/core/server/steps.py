@@ -61,6 +61,9 @@ def ram_step(p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRul
     n = needs.gpus_per_server
     vram = n * g.memory_gb
     ratio_gb = rules.ram_to_vram_ratio * vram
+    if needs.serving:  # a service: the checkpoint in the page cache, the engine's swap space, the OS
+        ratio_gb = (rules.ram_serving_checkpoint_factor * needs.weights_bytes / GIB
+                    + rules.ram_serving_swap_gb_per_gpu * n + rules.ram_serving_base_gb)
     cache_gb = min(needs.dataset_bytes / GIB, rules.ram_data_cache_fraction * ratio_gb)
     hard_gb = needs.offload_bytes / GIB + cache_gb if needs.offload_bytes > 0 else 0.0
     want_gb = max(ratio_gb, hard_gb)
@@ -68,8 +71,15 @@ def ram_step(p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRul
     if isinstance(ram, str):
         return f"RAM: {p.id} {ram}"
     ram_gb, dimms, dimm_gb, how = ram
-    text = (f"RAM {fmt(ram_gb)} GB: {rules.ram_to_vram_ratio:g} x {fmt(vram)} GB VRAM ({n} x {g.memory_gb:g} GB) "
-            f"= {fmt(ratio_gb)} GB (rule ram_to_vram_ratio)")
+    if needs.serving:
+        text = (f"RAM {fmt(ram_gb)} GB for serving: {rules.ram_serving_checkpoint_factor:g} x "
+                f"{fmt(needs.weights_bytes / GIB)} GB of weights in the page cache (rule "
+                f"ram_serving_checkpoint_factor) + {n} GPU(s) x {rules.ram_serving_swap_gb_per_gpu:g} GB swap space "
+                f"(rule ram_serving_swap_gb_per_gpu) + {fmt(rules.ram_serving_base_gb)} GB for the system (rule "
+                f"ram_serving_base_gb) = {fmt(ratio_gb)} GB")
+    else:
+        text = (f"RAM {fmt(ram_gb)} GB: {rules.ram_to_vram_ratio:g} x {fmt(vram)} GB VRAM ({n} x {g.memory_gb:g} "
+                f"GB) = {fmt(ratio_gb)} GB (rule ram_to_vram_ratio)")
     if hard_gb > ratio_gb:
         text += (f"; CPU offload {fmt(needs.offload_bytes / GIB)} GB + page cache {fmt(cache_gb)} GB "
                  f"(rule ram_data_cache_fraction) = {fmt(hard_gb)} GB is more")
@@ -179,8 +189,9 @@ def power_step(p: Platform, g: Gpu, n: int, cpu: Cpu, dimms: int, k: int, nics: 
     return power
 
 
-def psu_step(p: Platform, power: float, purpose: str, rules: ServerRules, b: Build) -> float:
-    """The PSU watts to buy (headroom, N+N in production); the platform's own supplies falling short is soft."""
+def psu_step(p: Platform, power: float, purpose: str, rules: ServerRules, b: Build) -> tuple[float, str | None]:
+    """The PSU watts to buy (headroom, N+N in production), and why the platform's own supplies cannot carry the
+    server (a hard limit: a server that would trip its supplies is not a server to get), or None."""
     redundancy = rules.psu_redundancy_production if purpose == "production" else 1.0
     psu = power * rules.psu_headroom * redundancy
     text = f"PSU {fmt(psu)} W: {fmt(power)} W x {rules.psu_headroom:g} (rule psu_headroom)"
@@ -190,10 +201,11 @@ def psu_step(p: Platform, power: float, purpose: str, rules: ServerRules, b: Bui
     if usable is not None:
         text += f"; the platform has {fmt(p.psu_total_w or 0)} W ({p.psu_redundancy or 'no stated redundancy'})"
         if usable < power * rules.psu_headroom:
-            b.short(f"PSUs short: {p.id}'s supplies give {fmt(usable)} W with the spares held back, "
-                    f"below {fmt(power * rules.psu_headroom)} W")
+            b.reasons.append(text)
+            return psu, (f"PSUs short: {p.id}'s supplies give {fmt(usable)} W with the spares held back, below "
+                         f"{fmt(power * rules.psu_headroom)} W (rule psu_headroom)")
     b.reasons.append(text)
-    return psu
+    return psu, None
 
 
 def cooling_step(p: Platform, g: Gpu, power: float, rules: ServerRules, b: Build) -> tuple[str, float]:
