@@ -199,3 +199,20 @@ def test_valid_files_keep_loading(tmp_path: Path) -> None:
     path.write_text("name: x\nmodel: {preset: llama-3.1-8b}\nworkload:\n  <<: {task: qlora, micro_batch_size: 1}\n"
                     "  micro_batch_size: 2\n")
     assert load_project(path)[0].workload.micro_batch_size == 2
+
+
+def test_a_catalog_or_price_row_refuses_a_yaml_boolean_as_a_number(tmp_path: Path) -> None:
+    """`memory_gib: yes` in a catalog row, `price_per_gpu_hour: on` in a price row: refused by field, not read as 1."""
+    from gpuplan.catalog.hardware import load_catalog
+    from gpuplan.catalog.prices import load_prices
+    from gpuplan.errors import CatalogError
+
+    cat = tmp_path / "gpu.yaml"
+    cat.write_text("gpu:\n  - {id: my-gpu, name: Mine, source: me, as_of: 2026-01-01, memory_gib: yes}\n")
+    with pytest.raises(CatalogError, match="memory_gib: must be a number"):
+        load_catalog([cat])
+    prices = tmp_path / "p.yaml"
+    prices.write_text("cloud:\n  - {gpu_id: h100-sxm-80gb, provider: x, price_per_gpu_hour: on, source: me, "
+                      "as_of: 2026-01-01}\n")
+    with pytest.raises(CatalogError, match="price_per_gpu_hour: must be a number"):
+        load_prices([prices])

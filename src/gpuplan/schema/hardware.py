@@ -9,7 +9,8 @@ rate, which `tflops.fp16_fp16_accumulate` records where the datasheet gives it.
 from __future__ import annotations
 
 import datetime
-from typing import Literal
+import typing
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,7 +27,27 @@ MemoryType = Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7
 ID_PATTERN = r"^[a-z0-9][a-z0-9.\-]*$"
 
 
-class CatalogRow(BaseModel):
+class DataRow(BaseModel):
+    """A row of a data file (catalog, prices): a field that holds a number refuses true/false, which YAML reads
+    from yes, no, on and off (pydantic would take `tdp_w: yes` as 1)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(key, str) else None
+                if isinstance(value, bool) and field is not None and not _takes_bool(field.annotation):
+                    raise ValueError(f"{key}: must be a number or text, not {str(value).lower()} (YAML reads yes, "
+                                     "no, on and off as booleans)")
+        return data
+
+
+def _takes_bool(annotation: Any) -> bool:
+    return annotation is bool or bool in typing.get_args(annotation)
+
+
+class CatalogRow(DataRow):
     """Fields every catalog row has."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -41,7 +62,7 @@ class CatalogRow(BaseModel):
     notes: str | None = None
 
 
-class Tflops(BaseModel):
+class Tflops(DataRow):
     """Dense peak throughput in TFLOPS (TOPS for int8). None: the chip has no such unit."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -57,7 +78,7 @@ class Tflops(BaseModel):
     fp16_fp16_accumulate: float | None = Field(None, gt=0)
 
 
-class Interconnect(BaseModel):
+class Interconnect(DataRow):
     """How GPUs talk: the scale-up link (NVLink, Infinity Fabric) and the PCIe host link."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,7 +98,7 @@ class Interconnect(BaseModel):
         return self
 
 
-class Price(BaseModel):
+class Price(DataRow):
     """A reference purchase price per GPU, with its date and source."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -11,11 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuplan.schema.hardware import DataRow
+
 CloudKind = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
 Currency = Literal["USD", "EUR"]
 
 
-class _Row(BaseModel):
+class _Row(DataRow):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     source: str = Field(min_length=1)
