@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from gpuplan.catalog import reading, skypilot
 from gpuplan.catalog.loader import SCHEMA_VERSIONS, read_toml
 from gpuplan.catalog.price_rules import check_reserved_below_on_demand
-from gpuplan.core.cost.deployments import STALE_DAYS, is_stale
+from gpuplan.core.search.evidence import STALE_DAYS, is_stale
 from gpuplan.errors import CatalogError, clip, suggest
 from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer, PriceBook
 

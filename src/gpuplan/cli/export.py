@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpuplan.cli.common import Example, Objective, ProjectFile, check_out, fail, project_path
+from gpuplan.cli.common import Example, Objective, ProjectFile, fail, project_path, write_out
 from gpuplan.errors import GpuplanError, InputError
 
 
@@ -84,18 +84,8 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
 
 
 def _write(path: Path, text: str, force: bool, *, executable: bool) -> Path:
-    """Write a new file; an existing one is replaced only with force (nothing the user wrote is overwritten)."""
-    if path.is_dir():
-        raise InputError(["--out"], f"{path} is a folder")
-    check_out(path, force=True)  # its folder exists; never through a link to nothing
-    try:
-        with path.open("w" if force else "x", encoding="utf-8") as f:
-            f.write(text)
-    except FileExistsError:
-        raise InputError(["--out"], f"{path} exists; gpuplan export never replaces a file unless you pass --force") \
-            from None
-    except OSError as exc:
-        raise InputError(["--out"], f"cannot write {path}: {exc.strerror}") from None
+    """Write a new file (common.write_out: an existing one is replaced only with --force), executable if asked."""
+    write_out(path, text, force)
     if executable:
         path.chmod(path.stat().st_mode | 0o111)
     return path

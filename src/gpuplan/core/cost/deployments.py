@@ -16,7 +16,7 @@ from gpuplan.core.cost.tco import (
     resolve_assumptions,
 )
 from gpuplan.core.cost.tco import Config as TcoConfig
-from gpuplan.core.search.evidence import STALE_DAYS, is_stale
+from gpuplan.core.search.evidence import is_stale
 from gpuplan.schema.plan import Candidate, Deployment
 from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.project import Project
@@ -97,4 +97,4 @@ def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
             if o not in have]
 
 
-__all__ = ["OVERRIDES", "STALE_DAYS", "is_stale", "median_rent", "with_deployments"]
+__all__ = ["OVERRIDES", "median_rent", "with_deployments"]
