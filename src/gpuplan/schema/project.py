@@ -25,7 +25,8 @@ from gpuplan.schema.defaults import (
 
 Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
-Optimizer = Literal["adamw", "adamw-8bit", "adafactor", "sgd"]
+#: paged-adamw-8bit: bitsandbytes' PagedAdamW8bit (states in CUDA unified memory, paged to the host under pressure)
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
 Attention = Literal["sdpa", "eager", "flash"]
 Stack = Literal["tuned", "eager"]
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
@@ -37,6 +38,11 @@ BudgetPeriod = Literal["total", "monthly"]
 DeploymentOption = Literal["on-prem", "managed", "cloud"]
 Offload = Literal["none", "optimizer", "params"]
 OptimizerImpl = Literal["fused", "foreach", "for-loop"]
+Loss = Literal["standard", "chunked"]
+Framework = Literal["hf-trainer", "torchtune", "axolotl", "unsloth", "litgpt", "nemo", "torchtitan", "deepspeed"]
+Arrival = Literal["poisson", "constant"]
+UseCase = Literal["chat", "rag", "code-completion", "summarization", "batch"]
+SloPercentile = Literal[50, 90, 95, 99]
 
 
 def _no_bool(value: Any) -> Any:
@@ -100,6 +106,18 @@ class LoraSpec(_Section):
     targets: list[Name] = Field(default_factory=lambda: ["all-linear"], max_length=64)
 
 
+class Slo(_Section):
+    """Serving objectives: each a time the given percentile of requests stays within (seconds)."""
+
+    #: time to first token
+    ttft_s: PositiveFloat | None = Field(None, le=1e5)
+    #: inter-token latency (time between two output tokens of one request)
+    itl_s: PositiveFloat | None = Field(None, le=1e4)
+    #: end-to-end time of a request, arrival to last token
+    e2e_s: PositiveFloat | None = Field(None, le=1e6)
+    percentile: SloPercentile = 90
+
+
 class Workload(_Section):
     task: Task
     precision: Precision = "bf16-mixed"
@@ -134,6 +152,34 @@ class Workload(_Section):
     #: inference: the time a request may take (prompt and every output token); gpuplan reports the largest
     #: batch that meets it and the requests per second there
     target_latency_s: PositiveFloat | None = Field(None, le=1e6)
+    #: inference load: requests per second arriving (Poisson unless `arrival: constant`) ...
+    arrival_rate: PositiveFloat | None = Field(None, le=1e7)
+    arrival: Arrival = "poisson"
+    #: ... or a closed population of users, each sending its next request `think_time_s` after the last answer
+    users: PositiveInt | None = Field(None, le=10**9)
+    think_time_s: Number | None = Field(None, ge=0, le=1e6)
+    #: spread (standard deviation) of the prompt and output lengths around context_length and output_tokens
+    prompt_tokens_std: Number | None = Field(None, ge=0, le=MAX_TOKENS_PER_SEQUENCE)
+    output_tokens_std: Number | None = Field(None, ge=0, le=MAX_TOKENS_PER_SEQUENCE)
+    slo: Slo | None = None
+    #: typical lengths and objectives of a kind of service (each sourced in data/use_cases.toml)
+    use_case: UseCase | None = None
+    #: fraction of each GPU's memory the serving engine may take (vLLM's --gpu-memory-utilization, default 0.9)
+    gpu_memory_utilization: Number | None = Field(None, gt=0, le=1)
+    #: training stack features (None: the framework's default, else off / standard). loss: chunked or fused
+    #: cross-entropy never materialises the full fp32 logits
+    loss: Loss | None = None
+    #: saved activations moved to host memory during forward and back for backward
+    activation_offload: bool | None = None
+    #: each parameter's optimizer step runs in backward as its gradient is ready (gradients freed per parameter)
+    optimizer_in_backward: bool | None = None
+    #: several samples packed into each sequence (no padding)
+    packing: bool | None = None
+    #: torch.compile
+    compile: bool | None = None
+    #: the training framework: sets the defaults of the keys above, precision, optimizer implementation,
+    #: attention kernel and speed stack as its recipes do (explicit keys win)
+    framework: Framework | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -141,6 +187,10 @@ class Workload(_Section):
             raise ValueError("global_batch_size must be at least micro_batch_size")
         if self.lora is not None and self.task not in ("lora", "qlora"):
             raise ValueError(f"lora settings only apply to task lora or qlora, not {self.task}")
+        if self.arrival_rate is not None and self.users is not None:
+            raise ValueError("give arrival_rate or users, not both")
+        if self.think_time_s is not None and self.users is None:
+            raise ValueError("think_time_s applies to users (a closed population); give users too")
         return self
 
 

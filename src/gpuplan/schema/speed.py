@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.serving import InferenceSpeed, Span
 
 
 class _Frozen(BaseModel):
@@ -89,10 +90,6 @@ class SpeedModel(_Frozen):
     sources: dict[str, str]
 
 
-#: (low, high): the range the calibration spread gives around a value
-Span = tuple[float, float]
-
-
 class TimeEstimate(_Frozen):
     """Training time. `tokens_per_s` is for all GPUs together."""
 
@@ -112,28 +109,6 @@ class TimeEstimate(_Frozen):
     efficiency: float
     #: seconds of one step by part: matmul, elementwise, overhead, optimizer, communication, bubble
     step_breakdown_s: dict[str, float]
-    assumptions: list[str]
-
-
-class InferenceSpeed(_Frozen):
-    time_to_first_token_s: float
-    time_to_first_token_s_range: Span
-    decode_tokens_per_s_per_request: float
-    decode_tokens_per_s_per_request_range: Span
-    aggregate_tokens_per_s: float
-    aggregate_tokens_per_s_range: Span
-    #: prefilling every prompt of the batch at once (Hugging Face generate() with all prompts together)
-    batch_prefill_s: float
-    #: one request from its arrival to its last token, with the batch decoding alongside
-    request_latency_s: float
-    #: steady state: each request takes its own prefill and a share of the batch's decoding steps
-    requests_per_s: float
-    #: what bounds a decoding step: "memory-bandwidth" or "compute"
-    decode_bound: str
-    #: workload.target_latency_s, the largest batch whose requests meet it, and the requests/s there
-    target_latency_s: float | None = None
-    max_batch_for_target: int | None = None
-    requests_per_s_at_target: float | None = None
     assumptions: list[str]
 
 
