@@ -73,14 +73,20 @@ def main() -> None:
         r = [name]
         secs = {}
         for label, (cat, rep) in cats.items():
-            sec, ev, _ = run(name, cat, rep)
+            sec, ev, outcome = run(name, cat, rep)
             secs[label] = (sec, ev)
+            if outcome == "infeasible":  # no stats to count: the row says so and the median leaves it out
+                r += ["infeasible", "-", "-", "-"]
+                continue
             r += [f"{ev:,}", f"{sec * 1e3:,.1f}", f"{ev / sec:,.0f}", f"{sec / ev * 1e6:,.1f}"]
             if label == "built-in":
                 rates.append(ev / sec)
         (s10, e10), (s100, e100) = secs["10x"], secs["100x"]
-        growth.append((s100 / s10, e100 / e10))
-        r += [f"{s100 / s10:,.1f}x / {e100 / e10:,.1f}x"]
+        if e10 and e100:
+            growth.append((s100 / s10, e100 / e10))
+            r += [f"{s100 / s10:,.1f}x / {e100 / e10:,.1f}x"]
+        else:
+            r += ["-"]
         rows.append(r)
     head = ["example"] + [f"{lab} {h}" for lab in cats for h in ("configs", "ms", "configs/s", "us/config")] + \
         ["100x vs 10x: time / configs"]

@@ -140,3 +140,25 @@ def test_multi_node_gets_a_nic_per_gpu(needs):
     if needs.multi_node and gpu.interconnect.kind != "roce-on-die":
         assert spec.nics >= needs.gpus_per_server
         assert spec.network_gbit_s >= needs.gpus_per_server * RULES.network_gbps_per_gpu[gpu.generation]
+
+
+@st.composite
+def any_needs(draw) -> ServerNeeds:
+    """Needs over every GPU and count, housed or not, training or serving."""
+    gpu_n = (draw(st.sampled_from(sorted(CATALOG.gpus.rows))), draw(st.sampled_from([*range(1, 11), 16, 72])))
+    needs = draw(projects(gpu_n=gpu_n))
+    return needs.model_copy(update={"serving": draw(st.booleans())})
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_needs())
+def test_the_figures_alone_are_the_full_build_without_its_lines(needs):
+    # the search's first pass (reasons=False) decides the same server, or fails for the same reason
+    full, why = build_server(needs, CATALOG, RULES)
+    fast, fast_why = build_server(needs, CATALOG, RULES, reasons=False)
+    assert fast_why == why
+    if full is None:
+        assert fast is None
+        return
+    assert fast is not None and fast.reasons == [] and fast.warnings == []
+    assert fast.model_dump_json() == full.model_copy(update={"reasons": [], "warnings": []}).model_dump_json()

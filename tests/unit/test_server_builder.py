@@ -216,6 +216,18 @@ def test_build_server_is_fast():
     assert (time.perf_counter() - t0) / 300 < 1e-3
 
 
+def test_memos_follow_the_rules_and_never_go_stale():
+    # the builder memoises its part choices per catalog; RAM options depend on the rules too
+    from gpuplan.core.server import builder
+
+    other = RULES.model_copy(update={"dimm_sizes_gb": {"DDR4": [256], "DDR5": [256]}, "ram_to_vram_ratio": 3.0})
+    n = needs(gpu_id="h100-sxm-80gb", gpus_per_server=8, servers=2, multi_node=True, data_read_bytes_per_s=1e9)
+    seen = [build_server(n, CATALOG, r) for r in (RULES, other, RULES, other)]
+    builder._INDEXES.clear()
+    fresh = [build_server(n, CATALOG, r) for r in (RULES, other)]
+    assert seen == fresh * 2 and seen[0] != seen[1]
+
+
 def test_server_builder_is_pure():
     tree = ast.parse(SERVER_PY.read_text(encoding="utf-8"))
     allowed = ("__future__", "math", "dataclasses", "typing", "gpuplan.schema", "gpuplan.units",

@@ -17,8 +17,11 @@ Choices, in order:
   max(ratio x VRAM, offload + page cache); soldered memory (dimm_slots = 0) is what the CPUs carry.
 * NVMe: the fewest drives that hold dataset + kept checkpoints + scratch and read fast enough.
 
+Two passes: the search asks for the figures alone (`reasons=False`: the same choices and numbers, no reason or
+warning line formatted), and the full build, with every line, is made for the candidates that are shown.
+
 This module holds the entry point, the per-catalog index and the platform ranking; core/server/steps.py holds
-the steps on one platform (their reason lines) and core/server/parts.py the per-part choices.
+the steps on one platform (their reason lines) and core/server/parts.py the per-part choices (and their memo).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuplan.core.server.common import Build, traits
+from gpuplan.core.server.parts import Shelf
 from gpuplan.core.server.steps import (
     cooling_step,
     cpu_step,
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
     from gpuplan.schema.catalog import Catalog
     from gpuplan.schema.hardware import Gpu
     from gpuplan.schema.rules import ServerRules
-    from gpuplan.schema.server import Cpu, Drive, Nic, Platform
+    from gpuplan.schema.server import Cpu, Platform
 
 
 @dataclass
@@ -58,10 +62,11 @@ class _Index:
 
     catalog: Catalog
     platforms: tuple[Platform, ...]
-    cpus: dict[str, tuple[Cpu, ...]]  # platform id -> CPUs it takes
-    drives: tuple[Drive, ...]
-    nics: tuple[Nic, ...]
+    #: the CPUs each platform takes, the drives and the NICs, with the choices made from them
+    shelf: Shelf
     fits: dict[tuple[str, int, str, bool, bool], tuple[tuple[Platform, ...], str | None]] = field(default_factory=dict)
+    #: (GPU id, rule open_air_listed_only) -> each platform and why it cannot take that GPU at any count (or None)
+    takes: dict[tuple[str, bool], tuple[tuple[Platform, str | None], ...]] = field(default_factory=dict)
 
 
 _INDEXES: dict[int, _Index] = {}
@@ -82,15 +87,16 @@ def _index(catalog: Catalog) -> _Index:
             allowed = [c for c in catalog.cpus.rows.values() if c.vendor in p.cpu_vendors
                        and c.max_sockets >= p.cpu_sockets and (c.segment == "server" or p.form == "tower")]
         cpus[p.id] = tuple(sorted(allowed, key=lambda c: (c.cores, c.tdp_w, c.id)))
+    shelf = Shelf(cpus, tuple(sorted(catalog.drives.rows.values(), key=lambda d: d.id)),
+                  tuple(sorted(catalog.nics.rows.values(), key=lambda n: n.id)))
     idx = _Index(catalog=catalog, platforms=tuple(sorted(catalog.platforms.rows.values(), key=lambda p: p.id)),
-                 cpus=cpus, drives=tuple(sorted(catalog.drives.rows.values(), key=lambda d: d.id)),
-                 nics=tuple(sorted(catalog.nics.rows.values(), key=lambda n: n.id)))
+                 shelf=shelf)
     _INDEXES[id(catalog)] = idx
     return idx
 
 
-def _misfit(g: Gpu, n: int, p: Platform, rules: ServerRules) -> str | None:
-    """Why platform p cannot take n x g (None: it can)."""
+def _misfit(g: Gpu, p: Platform, open_air_listed_only: bool) -> str | None:
+    """Why platform p cannot take g, at any count (None: it can; _platforms checks the count)."""
     if g.form_factor not in p.gpu_form_factors:
         return "form"
     if p.compatible_gpu_ids is not None and g.id not in p.compatible_gpu_ids:
@@ -100,13 +106,19 @@ def _misfit(g: Gpu, n: int, p: Platform, rules: ServerRules) -> str | None:
     if g.slot_width is not None and p.gpu_max_slot_width is not None and g.slot_width > p.gpu_max_slot_width:
         return f"takes cards up to {p.gpu_max_slot_width:g} slots wide"
     listed = p.compatible_gpu_ids is not None and g.id in p.compatible_gpu_ids
-    if rules.open_air_listed_only and g.cooling == "open-air" and p.form != "tower" and not listed:
+    if open_air_listed_only and g.cooling == "open-air" and p.form != "tower" and not listed:
         return "no open-air coolers (rule open_air_listed_only)"
-    if n > p.gpu_slots:
-        return f"slots:{p.gpu_slots}"
-    if rules.baseboard_full_only and p.nvlink_board and n != p.gpu_slots:
-        return f"board:{p.gpu_slots}"
     return None
+
+
+def _takes(idx: _Index, g: Gpu, open_air_listed_only: bool) -> tuple[tuple[Platform, str | None], ...]:
+    """Every platform for g's form factor, with its _misfit for g (in id order); memoised per index."""
+    key = (g.id, open_air_listed_only)
+    hit = idx.takes.get(key)
+    if hit is None:
+        pairs = ((p, _misfit(g, p, open_air_listed_only)) for p in idx.platforms)
+        hit = idx.takes[key] = tuple((p, m) for p, m in pairs if m != "form")
+    return hit
 
 
 def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
@@ -119,11 +131,14 @@ def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
     order = {"experiment": ("tower", "rackmount", "rack-scale"), "production": ("rackmount", "rack-scale", "tower")}
     fit: list[Platform] = []
     why: dict[str, str] = {}
-    for p in idx.platforms:
-        m = _misfit(g, n, p, rules)
+    for p, m in _takes(idx, g, rules.open_air_listed_only):
+        if m is None and n > p.gpu_slots:
+            m = f"slots:{p.gpu_slots}"
+        elif m is None and rules.baseboard_full_only and p.nvlink_board and n != p.gpu_slots:
+            m = f"board:{p.gpu_slots}"
         if m is None:
             fit.append(p)
-        elif m != "form":
+        else:
             why[p.id] = m
     fit.sort(key=lambda p: (p.gpu_slots, order[purpose].index(p.form), p.rack_units or 0, p.id))
     reason = None
@@ -149,8 +164,10 @@ def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
     return out
 
 
-def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules) -> tuple[ServerSpec | None, str | None]:
-    """A balanced server for `needs`, or None and a one-line reason."""
+def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, *,
+                 reasons: bool = True) -> tuple[ServerSpec | None, str | None]:
+    """A balanced server for `needs`, or None and a one-line reason. With `reasons` False the spec has the same
+    figures and empty `reasons` and `warnings` (the search's first pass; the same needs build the full spec)."""
     g = catalog.gpus.rows.get(needs.gpu_id)
     if g is None:
         return None, f"unknown gpu {needs.gpu_id!r}"
@@ -165,44 +182,47 @@ def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules) -> tu
     first_hard: str | None = None
     skipped: list[str] = []
     for pos, p in enumerate(fit, 1):
-        spec, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped)
+        spec, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons)
         if spec is not None and short is None:
             return spec, None
         if spec is not None and fallback is None:
             fallback = spec
         if spec is None and first_hard is None:
             first_hard = f"{n} x {g.id} on {p.id}: {short}"
-        skipped.append(f"{p.id}: {short}")
+        if reasons:
+            skipped.append(f"{p.id}: {short}")
     if fallback is not None:
         return fallback, None
     return None, reason or first_hard
 
 
 def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules, pos: tuple[int, int],
-              skipped: list[str]) -> tuple[ServerSpec | None, str | None]:
-    """The server on platform p, and None; or, with what falls short, the spec (soft) or None (hard)."""
-    n, s, b = needs.gpus_per_server, p.cpu_sockets, Build()
-    platform_line(p, g, needs, pos, skipped, b)
-    cpus = idx.cpus[p.id]
-    if not cpus:
+              skipped: list[str], text: bool = True) -> tuple[ServerSpec | None, str | None]:
+    """The server on platform p, and None; or, with what falls short, the spec (soft) or None (hard). With
+    `text` False no reason or warning line is written (the figures are the same)."""
+    n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text), idx.shelf
+    if text:
+        platform_line(p, g, needs, pos, skipped, b)
+    if not shelf.cpus[p.id]:
         return None, "no CPU in the catalog fits it (compatible_cpu_ids / cpu_vendors)"
-    cpu = cpu_step(cpus, p, needs, rules, b)
-    ram = ram_step(p, g, cpu, needs, rules, b)
+    cpu = cpu_step(shelf, p, needs, rules, b)
+    ram = ram_step(shelf, p, g, cpu, needs, rules, b)
     if isinstance(ram, str):
         return None, ram
     ram_gb, dimms = ram
-    drive, k, storage_b, read_gbs = nvme_step(idx.drives, p, needs, rules, b)
-    nic, nics = network_step(idx.nics, p, g, needs, rules, b)
+    drive, k, storage_b, read_gbs = nvme_step(shelf, p, needs, rules, b)
+    nic, nics = network_step(shelf, p, g, needs, rules, b)
     net_gbps = float(nics * nic.total_gbps) if nic else 0.0
-    need_lanes, avail = lanes_step(p, g, n, cpu, drive, k, nic, nics, b)
+    need_lanes, avail = lanes_step(shelf, p, g, n, cpu, drive, k, nic, nics, b)
     power = power_step(p, g, n, cpu, dimms, k, nics, rules, b)
     psu, psu_short = psu_step(p, power, needs.purpose, rules, b)
     if psu_short is not None:
         return None, psu_short
     cooling, btu = cooling_step(p, g, power, rules, b)
-    rack_step(p, b)
-    links_step(g, needs, b)
-    unknowns_step(p, nics, b)
+    if text:
+        rack_step(p, b)
+        links_step(g, needs, b)
+        unknowns_step(p, nics, b)
     price = price_step(p, g, needs, rules, b)
     spec = ServerSpec(platform_id=p.id, platform_name=p.name, gpu_id=g.id, gpus=n, cpu_id=cpu.id, cpu_model=cpu.name,
                       cpu_sockets=s, cpu_cores=cpu.cores * s, ram_bytes=int(ram_gb * GIB), storage_bytes=storage_b,

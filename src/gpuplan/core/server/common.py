@@ -10,17 +10,22 @@ if TYPE_CHECKING:
     from gpuplan.schema.hardware import Gpu
 
 
-@dataclass
+@dataclass(slots=True)
 class Build:
-    """The reasons and warnings of one server under way on one platform."""
+    """The reasons and warnings of one server under way on one platform.
 
+    With `text` False the build decides the same figures and writes no line (the search's first pass: a step
+    formats its reason only `if b.text`, and a soft shortfall is then a short tag in place of its warning)."""
+
+    text: bool = True
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: the first soft rule this platform falls short on (a later platform that meets them all is preferred)
     shortfall: str | None = None
 
     def short(self, warning: str) -> None:
-        self.warnings.append(warning)
+        if self.text:
+            self.warnings.append(warning)
         self.shortfall = self.shortfall or warning
 
 

@@ -1,7 +1,8 @@
 """The steps of building one server on one platform, in order: the platform line, CPU, RAM, NVMe, network,
 PCIe lanes, power, PSU, cooling, rack space, GPU links, missing catalog figures and price. Each step picks its
 part (core/server/parts.py), writes its reason line (naming the rule of data/server_rules.toml and the inputs)
-and its warnings into the `Build`, and returns what later steps and the `ServerSpec` need. Pure."""
+and its warnings into the `Build`, and returns what later steps and the `ServerSpec` need. A step formats its
+lines only `if b.text` (the search's first pass decides the figures alone). Pure."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from gpuplan.core.server.common import Build, fmt, ordinal, traits
-from gpuplan.core.server.parts import choose_cpu, choose_drives, choose_nic, choose_ram
+from gpuplan.core.server.parts import Shelf, choose_ram
 from gpuplan.units import GIB, TB, fmt_disk, fmt_usd
 
 if TYPE_CHECKING:
@@ -37,12 +38,17 @@ def platform_line(p: Platform, g: Gpu, needs: ServerNeeds, pos: tuple[int, int],
     b.reasons.append(text)
 
 
-def cpu_step(cpus: tuple[Cpu, ...], p: Platform, needs: ServerNeeds, rules: ServerRules, b: Build) -> Cpu:
-    """The CPU (cpus: what the platform takes, not empty) for the cores the GPUs' data pipeline needs."""
+def cpu_step(shelf: Shelf, p: Platform, needs: ServerNeeds, rules: ServerRules, b: Build) -> Cpu:
+    """The CPU (of those the platform takes: not none) for the cores the GPUs' data pipeline needs."""
     n, s = needs.gpus_per_server, p.cpu_sockets
     per_gpu = rules.cpu_cores_per_gpu[needs.modality]
     need_cores = max(rules.min_cpu_cores, math.ceil(per_gpu * n))
-    cpu = choose_cpu(cpus, p, need_cores, b)
+    cpu, short = shelf.cpu(p, need_cores)
+    if short is not None:
+        b.short(short)
+    if not b.text:
+        return cpu
+    cpus = shelf.cpus[p.id]
     if p.compatible_cpu_ids:
         how = "; the CPU the platform is built with" if len(cpus) == 1 else "; the smallest the platform lists"
     else:
@@ -54,7 +60,7 @@ def cpu_step(cpus: tuple[Cpu, ...], p: Platform, needs: ServerNeeds, rules: Serv
     return cpu
 
 
-def ram_step(p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRules,
+def ram_step(shelf: Shelf, p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRules,
              b: Build) -> tuple[int, int] | str:
     """(RAM GB, DIMMs), in GB as sold (binary: a 64 GB DIMM and an 80 GB GPU hold 64 and 80 GiB); or why the
     platform cannot hold the offload and page cache (a hard shortfall)."""
@@ -67,10 +73,14 @@ def ram_step(p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRul
     cache_gb = min(needs.dataset_bytes / GIB, rules.ram_data_cache_fraction * ratio_gb)
     hard_gb = needs.offload_bytes / GIB + cache_gb if needs.offload_bytes > 0 else 0.0
     want_gb = max(ratio_gb, hard_gb)
-    ram = choose_ram(p, cpu, want_gb, hard_gb, rules)
+    ram = choose_ram(p, cpu, want_gb, hard_gb, rules, shelf)
     if isinstance(ram, str):
         return f"RAM: {p.id} {ram}"
     ram_gb, dimms, dimm_gb, how = ram
+    if not b.text:
+        if ram_gb < want_gb:
+            b.short("RAM")
+        return ram_gb, dimms
     if needs.serving:
         text = (f"RAM {fmt(ram_gb)} GB for serving: {rules.ram_serving_checkpoint_factor:g} x "
                 f"{fmt(needs.weights_bytes / GIB)} GB of weights in the page cache (rule "
@@ -91,7 +101,7 @@ def ram_step(p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRul
     return ram_gb, dimms
 
 
-def nvme_step(drives: tuple[Drive, ...], p: Platform, needs: ServerNeeds, rules: ServerRules,
+def nvme_step(shelf: Shelf, p: Platform, needs: ServerNeeds, rules: ServerRules,
               b: Build) -> tuple[Drive, int, int, float]:
     """(drive, count, bytes, GB/s striped) for the dataset, the kept checkpoints and scratch."""
     n = needs.gpus_per_server
@@ -100,9 +110,13 @@ def nvme_step(drives: tuple[Drive, ...], p: Platform, needs: ServerNeeds, rules:
     training = needs.data_read_bytes_per_s > 0
     floor = rules.nvme_read_gbs_per_gpu[needs.modality] * n if training else 0.0
     need_gbs = max(needs.data_read_bytes_per_s / 1e9, floor)
-    drive, k, ok = choose_drives(drives, p, need_b, need_gbs)
+    drive, k, ok = shelf.drives_for(p, need_b, need_gbs)
     storage_b = int(k * drive.capacity_tb * TB)
     read_gbs = k * drive.seq_read_gbs
+    if not b.text:
+        if not ok:
+            b.short("NVMe")
+        return drive, k, storage_b, read_gbs
     b.reasons.append(f"NVMe {k} x {drive.capacity_tb:g} TB {drive.name} = {_size(storage_b)}: (dataset "
                      f"{_size(needs.dataset_bytes)} + {rules.checkpoints_kept} checkpoints x "
                      f"{_size(needs.checkpoint_bytes)} (rule checkpoints_kept)) x {1 + rules.scratch_fraction:g} "
@@ -122,45 +136,51 @@ def nvme_step(drives: tuple[Drive, ...], p: Platform, needs: ServerNeeds, rules:
     return drive, k, storage_b, read_gbs
 
 
-def network_step(nics: tuple[Nic, ...], p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules,
+def network_step(shelf: Shelf, p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules,
                  b: Build) -> tuple[Nic | None, int]:
     """(NIC, count): one RDMA NIC per GPU plus storage for a cluster, one storage NIC otherwise, none in a lone
     tower."""
     n = needs.gpus_per_server
     if needs.multi_node and g.interconnect.kind != "roce-on-die":
         rate = rules.network_gbps_per_gpu[g.generation]
-        nic = choose_nic(nics, rate, rdma=True)
+        nic = shelf.nic(rate, True)
         if nic is None:
-            b.warnings.append(f"no NIC in the catalog carries {rate} Gb/s with RDMA")
+            if b.text:
+                b.warnings.append(f"no NIC in the catalog carries {rate} Gb/s with RDMA")
             return None, 0
         count = n + rules.storage_nics_multi_node
-        b.reasons.append(f"Network {count} x {nic.name} ({nic.total_gbps} Gb/s): one per GPU at {rate} Gb/s for "
-                         f"{g.generation} (rule network_gbps_per_gpu) + {rules.storage_nics_multi_node} for storage "
-                         f"(rule storage_nics_multi_node) = {fmt(count * nic.total_gbps)} Gb/s")
+        if b.text:
+            b.reasons.append(f"Network {count} x {nic.name} ({nic.total_gbps} Gb/s): one per GPU at {rate} Gb/s for "
+                             f"{g.generation} (rule network_gbps_per_gpu) + {rules.storage_nics_multi_node} for "
+                             f"storage (rule storage_nics_multi_node) = {fmt(count * nic.total_gbps)} Gb/s")
     elif p.form == "tower" and not needs.multi_node:
-        b.reasons.append("Network: onboard Ethernet (a tower on its own keeps its data on local NVMe)")
+        if b.text:
+            b.reasons.append("Network: onboard Ethernet (a tower on its own keeps its data on local NVMe)")
         return None, 0
     else:
-        nic = choose_nic(nics, rules.storage_nic_gbps, rdma=False)
+        nic = shelf.nic(rules.storage_nic_gbps, False)
         if nic is None:
             return None, 0
         count = 1
-        scale_out = (f"{g.id} scales out over its own on-die RoCE ports; " if needs.multi_node else "")
-        b.reasons.append(f"Network: {scale_out}1 x {nic.name} ({nic.total_gbps} Gb/s) for storage and management "
-                         f"(rule storage_nic_gbps: at least {rules.storage_nic_gbps} Gb/s)")
-    if p.nic_slots is not None and count > p.nic_slots:
+        if b.text:
+            scale_out = (f"{g.id} scales out over its own on-die RoCE ports; " if needs.multi_node else "")
+            b.reasons.append(f"Network: {scale_out}1 x {nic.name} ({nic.total_gbps} Gb/s) for storage and "
+                             f"management (rule storage_nic_gbps: at least {rules.storage_nic_gbps} Gb/s)")
+    if b.text and p.nic_slots is not None and count > p.nic_slots:
         b.warnings.append(f"{count} NICs but {p.id} has {p.nic_slots} NIC slots: the rest need OCP/DPU slots")
     return nic, count
 
 
-def lanes_step(p: Platform, g: Gpu, n: int, cpu: Cpu, drive: Drive, k: int, nic: Nic | None, nics: int,
-               b: Build) -> tuple[int, int]:
+def lanes_step(shelf: Shelf, p: Platform, g: Gpu, n: int, cpu: Cpu, drive: Drive, k: int, nic: Nic | None,
+               nics: int, b: Build) -> tuple[int, int]:
     """(PCIe lanes the GPUs, drives and NICs need, lanes the CPUs give)."""
-    s = p.cpu_sockets
+    s, drive_lanes = p.cpu_sockets, shelf.lanes(drive)
     lanes_gpu = 0 if g.form_factor == "superchip" else g.interconnect.pcie_lanes
-    need_lanes = n * lanes_gpu + k * drive.pcie_lanes + nics * (nic.pcie_lanes if nic else 0)
+    need_lanes = n * lanes_gpu + k * drive_lanes + nics * (nic.pcie_lanes if nic else 0)
     avail = cpu.pcie_lanes if s == 1 else (cpu.pcie_lanes_2s if s == 2 and cpu.pcie_lanes_2s else s * cpu.pcie_lanes)
-    text = (f"PCIe lanes {need_lanes}: {n} GPUs x {lanes_gpu} + {k} drives x {drive.pcie_lanes} + {nics} NICs x "
+    if not b.text:
+        return need_lanes, avail
+    text = (f"PCIe lanes {need_lanes}: {n} GPUs x {lanes_gpu} + {k} drives x {drive_lanes} + {nics} NICs x "
             f"{nic.pcie_lanes if nic else 0}, against {avail} from {s} x {cpu.name}")
     if need_lanes > avail and p.nvlink_board:
         text += "; the baseboard's PCIe switches share CPU lanes among GPUs, NICs and drives (as on HGX)"
@@ -177,6 +197,9 @@ def power_step(p: Platform, g: Gpu, n: int, cpu: Cpu, dimms: int, k: int, nics: 
     s = p.cpu_sockets
     parts = (n * g.tdp_w + s * cpu.tdp_w + dimms * rules.dimm_w + k * rules.drive_w + nics * rules.nic_w)
     power = parts * (1 + rules.chassis_overhead_fraction)
+    if not b.text:
+        full = p.max_power_w is not None and n == p.gpu_slots and p.max_power_w > power
+        return float(p.max_power_w) if full and p.max_power_w is not None else power
     text = (f"Power {fmt(power)} W: ({n} x {g.tdp_w:g} W GPUs + {s} x {cpu.tdp_w} W CPUs + {dimms} DIMMs x "
             f"{rules.dimm_w:g} W + {k} drives x {rules.drive_w:g} W + {nics} NICs x {rules.nic_w:g} W = "
             f"{fmt(parts)} W) x {1 + rules.chassis_overhead_fraction:g} (rule chassis_overhead_fraction)")
@@ -194,28 +217,38 @@ def psu_step(p: Platform, power: float, purpose: str, rules: ServerRules, b: Bui
     server (a hard limit: a server that would trip its supplies is not a server to get), or None."""
     redundancy = rules.psu_redundancy_production if purpose == "production" else 1.0
     psu = power * rules.psu_headroom * redundancy
+    usable = p.psu_usable_w
+    if not b.text:
+        short = usable is not None and usable < power * rules.psu_headroom
+        return psu, (_psu_short(p, usable or 0.0, power, rules) if short else None)
     text = f"PSU {fmt(psu)} W: {fmt(power)} W x {rules.psu_headroom:g} (rule psu_headroom)"
     if redundancy > 1:
         text += f" x {redundancy:g} for N+N in production (rule psu_redundancy_production)"
-    usable = p.psu_usable_w
     if usable is not None:
         text += f"; the platform has {fmt(p.psu_total_w or 0)} W ({p.psu_redundancy or 'no stated redundancy'})"
         if usable < power * rules.psu_headroom:
             b.reasons.append(text)
-            return psu, (f"PSUs short: {p.id}'s supplies give {fmt(usable)} W with the spares held back, below "
-                         f"{fmt(power * rules.psu_headroom)} W (rule psu_headroom)")
+            return psu, _psu_short(p, usable, power, rules)
     b.reasons.append(text)
     return psu, None
 
 
+def _psu_short(p: Platform, usable: float, power: float, rules: ServerRules) -> str:
+    return (f"PSUs short: {p.id}'s supplies give {fmt(usable)} W with the spares held back, below "
+            f"{fmt(power * rules.psu_headroom)} W (rule psu_headroom)")
+
+
 def cooling_step(p: Platform, g: Gpu, power: float, rules: ServerRules, b: Build) -> tuple[str, float]:
     """(air or liquid, BTU/h to remove)."""
+    liquid = g.cooling == "liquid" or g.tdp_w > rules.liquid_above_gpu_tdp_w
+    btu = power * rules.btu_h_per_w
+    if not b.text:
+        return ("liquid" if liquid else p.cooling), btu
     cooling, why = p.cooling, f"the platform is {p.cooling}-cooled"
-    if g.cooling == "liquid" or g.tdp_w > rules.liquid_above_gpu_tdp_w:
+    if liquid:
         cooling = "liquid"
         why = (f"{g.tdp_w:g} W GPUs, above {rules.liquid_above_gpu_tdp_w:g} W (rule liquid_above_gpu_tdp_w)"
                if g.tdp_w > rules.liquid_above_gpu_tdp_w else f"{g.id} is liquid-cooled")
-    btu = power * rules.btu_h_per_w
     text = f"Cooling {fmt(btu)} BTU/h = {fmt(power)} W x {rules.btu_h_per_w:g} (rule btu_h_per_w), {cooling}: {why}"
     if power > rules.rack_power_typical_w:
         text += (f"; more than a typical enterprise rack's {fmt(rules.rack_power_typical_w)} W "
@@ -262,27 +295,40 @@ def unknowns_step(p: Platform, nics: int, b: Build) -> None:
 def price_step(p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules, b: Build) -> float | None:
     """The server's price: the platform's with its GPUs, a system price, or GPUs x the overhead factor."""
     n = needs.gpus_per_server
+    basis, price = _base_price(p, g, n, rules)
+    if price is not None and needs.multi_node:
+        price *= 1 + rules.cluster_interconnect_price_fraction
+    if not b.text:
+        return price
     if needs.purpose == "production" and g.market_class == "consumer":
         b.warnings.append(f"{g.id} is a GeForce card: NVIDIA's GeForce driver licence does not allow datacenter "
                           "deployment, and its memory has no ECC")
-    if p.price is not None and p.price_includes_gpus and n == p.gpu_slots:
-        price, text = p.price.usd, (f"Price {fmt_usd(p.price.usd)}: the platform's price with its GPUs "
-                                    f"({p.price.kind}, {p.price.as_of})")
+    if basis == "platform" and p.price is not None:
+        text = f"Price {fmt_usd(p.price.usd)}: the platform's price with its GPUs ({p.price.kind}, {p.price.as_of})"
     elif g.price is None:
         b.reasons.append(f"Price: none, {g.id} has no price in the catalog")
         return None
-    elif "system" in g.price.kind.lower():
-        price = n * g.price.usd
-        text = (f"Price {fmt_usd(price)}: {n} x {fmt_usd(g.price.usd)} ({g.price.kind}, {g.price.as_of}), "
-                "the server already in it")
+    elif basis == "system":
+        text = (f"Price {fmt_usd(n * g.price.usd)}: {n} x {fmt_usd(g.price.usd)} ({g.price.kind}, "
+                f"{g.price.as_of}), the server already in it")
     else:
         f = rules.server_overhead_price_factor
-        price = n * g.price.usd * f
-        text = (f"Price {fmt_usd(price)}: {n} x {fmt_usd(g.price.usd)} ({g.price.kind}, {g.price.as_of}) x {f:g} "
-                "for the rest of the server (rule server_overhead_price_factor)")
+        text = (f"Price {fmt_usd(n * g.price.usd * f)}: {n} x {fmt_usd(g.price.usd)} ({g.price.kind}, "
+                f"{g.price.as_of}) x {f:g} for the rest of the server (rule server_overhead_price_factor)")
     if needs.multi_node:
-        price *= 1 + rules.cluster_interconnect_price_fraction
         text += (f", + {rules.cluster_interconnect_price_fraction:.1%} for this server's share of the cluster network "
                  "(rule cluster_interconnect_price_fraction)")
     b.reasons.append(text)
     return price
+
+
+def _base_price(p: Platform, g: Gpu, n: int, rules: ServerRules) -> tuple[str, float | None]:
+    """(basis, USD) of one server before its share of a cluster network: the platform's price with its GPUs,
+    a system price per GPU, or the GPUs x the overhead factor (None: no price)."""
+    if p.price is not None and p.price_includes_gpus and n == p.gpu_slots:
+        return "platform", p.price.usd
+    if g.price is None:
+        return "none", None
+    if "system" in g.price.kind.lower():
+        return "system", n * g.price.usd
+    return "parts", n * g.price.usd * rules.server_overhead_price_factor
