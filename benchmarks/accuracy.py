@@ -5,7 +5,12 @@ Prints one row per case: the measurement, gpuplan's estimate at the level the so
 `estimate-memory` and llm-analysis as comparison columns, with the error of each; then median absolute
 errors over the cases each tool answers. Settings a source leaves unstated are assumed, and listed.
 
-Run: python benchmarks/accuracy.py [--measurements PATH] [--markdown]
+With --cases benchmarks/memory_cases.yaml it compares instead the published rows of stacks that use the memory
+features of issue 15 (chunked cross-entropy, offloading, optimizer in backward, 8-bit optimizers, packing, compile,
+bitsandbytes QLoRA): the framework's defaults are filled in as a project's would be, and the run's bitsandbytes
+version picks the 4-bit implementation.
+
+Run: python benchmarks/accuracy.py [--measurements PATH | --cases PATH] [--markdown]
 """
 
 from __future__ import annotations
@@ -34,14 +39,19 @@ PRESET_OF = {"google-bert/bert-large-uncased": "bert-large-uncased", "bigscience
              "meta-llama/Llama-2-7b-hf": "llama-2-7b", "meta-llama/Meta-Llama-3-8B": "llama-3-8b",
              "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1", "tiiuae/falcon-7b": "falcon-7b",
              "google/gemma-2b": "gemma-2b"}
+#: LitGPT config_hub/finetune/<model>/<lora|qlora>.yaml (2024-04): LoRA rank and the layers it adapts where they
+#: differ from r 32 on query and value
+LITGPT_LORA = {("falcon-7b", "lora"): (32, ["query_key_value"]), ("falcon-7b", "qlora"): (32, ["query_key_value"]),
+               ("gemma-2b", "lora"): (8, ["all-linear"]), ("gemma-2b", "qlora"): (16, ["all-linear"])}
 #: what each source leaves unstated, and what we assume (printed under the table)
 ASSUMED = {
     "peft": "PEFT README table: fp32 weights, AdamW, batch 8, 64 input and 64 target tokens (the PEFT example "
             "scripts for twitter_complaints), LoRA r=8 on PEFT's default targets (t5: q,v; bloom: "
             "query_key_value); the numbers are nvidia-smi totals",
-    "litgpt": "LitGPT bf16-true: weights, gradients and AdamW states in bf16 (LoRA adapters counted in fp32 as "
-              "PEFT makes them: under 0.1 GB here); LoRA r=8 on query and value "
-              "(LitGPT defaults), QLoRA bnb.nf4; full fine-tuning shards with FSDP (ZeRO-3); 'Memory used' is "
+    "litgpt": "LitGPT bf16-true (framework: litgpt: chunked cross-entropy; QLoRA bnb.nf4 without double "
+              "quantization, LM head quantized, with the bitsandbytes 0.42.0 its pyproject.toml pinned, whose MatMul4Bit "
+              "keeps each 4-bit layer's input); LoRA rank and layers of each config_hub YAML (r 32 on query and value; "
+              "gemma-2b all layers); full fine-tuning shards with FSDP (ZeRO-3); 'Memory used' is "
               "torch.cuda.max_memory_allocated in GB (1e9)",
     "hf-bert": "HF Trainer of 2021: transformers' own AdamW (one parameter at a time), AMP with fp32 weights, eager attention (BERT had no SDPA path "
                "in transformers when the sweep was measured); the nvidia-smi number (MiB); the CUDA context the "
@@ -92,21 +102,89 @@ def project_of(c: dict[str, Any]) -> tuple[dict[str, Any], str]:
             w["lora"] = {"rank": c.get("lora_rank", 8), "alpha": 32, "targets": targets}
         note = "peft"
     else:  # litgpt
-        w.update(precision="bf16", micro_batch_size=c["micro_batch_size"], sequence_length=c["sequence_length"])
+        w.update(precision="bf16", micro_batch_size=c["micro_batch_size"], sequence_length=c["sequence_length"],
+                 framework="litgpt")
         if task in ("lora", "qlora"):
-            targets = ["query_key_value"] if preset == "falcon-7b" else ["q_proj", "v_proj"]
-            w["lora"] = {"rank": 8, "alpha": 16, "targets": targets}
+            rank, targets = LITGPT_LORA.get((preset, task), (32, ["q_proj", "v_proj"]))
+            w["lora"] = {"rank": rank, "alpha": 16, "targets": targets}
         if hw["gpus"] > 1:
             hw["layout"] = {"zero": 3}
         note = "litgpt"
     return {"name": c["id"], "model": {"preset": preset}, "workload": w, "hardware": hw}, note
 
 
+def _merged(base: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    out = {**base, **{k: v for k, v in row.items() if k not in ("base", "workload")}}
+    out["workload"] = {**base.get("workload", {}), **row.get("workload", {})}
+    return out
+
+
+def feature_cases(path: Path) -> list[dict[str, Any]]:
+    """The rows of benchmarks/memory_cases.yaml, each with its `base:` row's fields merged in (workload too)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for row in yaml.safe_load(path.read_text())["cases"]:
+        by_id[row["id"]] = _merged(by_id[row["base"]] if "base" in row else {}, row)
+    return list(by_id.values())
+
+
+def _old_bnb(version: str | None) -> bool:
+    """bitsandbytes before 0.43.2 (MatMul4Bit keeps each input: core/sizing/stack.py)."""
+    if not version:
+        return False
+    return tuple(int(x) for x in version.split(".")[:3]) < (0, 43, 2)
+
+
+def feature_estimate(c: dict[str, Any]) -> tuple[int, list[str]]:
+    """gpuplan's tensor peak for a memory_cases row, and what its framework implied."""
+    from gpuplan.catalog.frameworks import load_frameworks
+    from gpuplan.catalog.loader import load_activation_table
+    from gpuplan.core.sizing.frameworks import apply_framework
+    from gpuplan.core.sizing.memory import estimate_memory
+    from gpuplan.core.sizing.stack import qlora_impl
+    from gpuplan.schema.project import Layout, Workload
+
+    arch = resolve_model(ModelRef(preset=c["model"])).arch
+    w, implied = apply_framework(Workload.model_validate(c["workload"]), load_frameworks())
+    impl = qlora_impl(w, _old_bnb(c.get("bitsandbytes"))) if w.task == "qlora" else None
+    m = estimate_memory(arch, count_params(arch), w, Layout(**c.get("layout", {})), c.get("gpus", 1),
+                        load_activation_table(), load_overheads(), impl)
+    return m.peak_tensor_bytes, implied
+
+
+def main_cases(path: Path, markdown: bool) -> None:
+    rows, errs = [], []
+    for c in feature_cases(path):
+        meas = c["measured_gib"] * GIB if "measured_gib" in c else c["measured_gb"] * GB
+        ours, implied = feature_estimate(c)
+        e = (ours - meas) / meas
+        errs.append(abs(e))
+        unit, scale = ("GiB", GIB) if "measured_gib" in c else ("GB", GB)
+        rows.append((c["id"], f"{meas / scale:.2f} {unit}", f"{ours / scale:.2f} {unit} ({100 * e:+.1f}%)",
+                     ", ".join(implied) or "-"))
+    header = ("case", "measured", "gpuplan (tensor peak)", "framework implied")
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            print("  ".join(str(x).ljust(wd) for x, wd in zip(r, widths)))
+    print()
+    print(f"median absolute error: {100 * statistics.median(errs):.1f}% over {len(errs)} rows; "
+          f"within 15%: {sum(e <= 0.15 for e in errs)}; largest {100 * max(errs):.1f}%")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--measurements", type=Path, default=DEFAULT)
+    ap.add_argument("--cases", type=Path, default=None, help="benchmarks/memory_cases.yaml: stack-feature rows")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table (for docs/accuracy.md)")
     a = ap.parse_args()
+    if a.cases is not None:
+        main_cases(a.cases, a.markdown)
+        return
     rows, errs = [], {"gpuplan": [], "accelerate": [], "llm-analysis": []}
     paired = {"gpuplan": [], "accelerate": [], "llm-analysis": []}
     used_notes: set[str] = set()
@@ -118,6 +196,9 @@ def main() -> None:
         res = estimate(proj)
         level = "device" if c["metric"] == "nvml_used" else "tensor"
         ours = res.memory.device_bytes if level == "device" else res.memory.peak_tensor_bytes
+        if note == "litgpt" and proj["workload"]["task"] == "qlora":  # the run's bitsandbytes, not today's
+            ours, _ = feature_estimate({"model": proj["model"]["preset"], "workload": proj["workload"],
+                                        "bitsandbytes": "0.42.0"})
         context = re.search(r"CUDA context alone measured (\d+) MB", c.get("notes", ""))
         if level == "device" and context:  # the source's stack, not today's: its own context measurement
             ours += int(context.group(1)) * MIB - load_overheads().cuda_context_bytes

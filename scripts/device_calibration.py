@@ -13,7 +13,15 @@ on a machine without gpuplan. benchmarks/device_accuracy.py compares the JSON it
   inference: model in weights_dtype; prefill of batch x context with use_cache (DynamicCache) and
              logits_to_keep=1, then greedy decoding of output_tokens, one token per step, as generate() does.
 
+  qlora (--qlora, needs bitsandbytes on the GPU machine): a checkpoint of random bf16 weights is written to disk,
+             then loaded as transformers does it with BitsAndBytesConfig (NF4, double quantization, bf16 compute;
+             the LM head stays 16-bit): the load peak (max_memory_allocated from an empty GPU to the loaded model);
+             then PEFT LoRA and fused-AdamW steps on it, once dropping the step's graph as the HF Trainer does and
+             once keeping the last step's loss alive as LitGPT's loop does (what bitsandbytes < 0.43.2 turned into
+             2x the 4-bit layers' inputs). Each figure with the bitsandbytes version (core/sizing/stack.py).
+
   python3 scripts/device_calibration.py --out h200.json          # on the GPU machine
+  python3 scripts/device_calibration.py --qlora --out h200-qlora.json  # QLoRA step and load peak (bitsandbytes)
   python3 scripts/device_calibration.py --smoke --out smoke.json # every code path on CPU, 2-layer models
 """
 
@@ -577,6 +585,101 @@ def run_case(case: dict, case_dir: Path, dev: Device, nvml: Nvml, smoke: bool) -
     return entry
 
 
+# --------------------------------------------------------------------------- QLoRA and the load peak
+#: (id, config in tests/fixtures/hf-configs, layers (None: all), micro-batch, sequence, LoRA rank, targets): the
+#: LitGPT config-hub shapes (benchmarks/memory_cases.yaml) and the built-in example's
+QLORA_CASES = [
+    ("qlora-llama3-8b-qv-b2-s512", "llama-3-8b", None, 2, 512, 32, ["q_proj", "v_proj"]),
+    ("qlora-llama3-8b-all-b1-s2048", "llama-3-8b", None, 1, 2048, 16, "all-linear"),
+    ("qlora-mistral-7b-qv-b2-s512", "mistral-7b", None, 2, 512, 32, ["q_proj", "v_proj"]),
+]
+
+
+def run_qlora_case(case: tuple, dev: Device, tmp: Path) -> dict:
+    """Load peak and step peaks of one QLoRA case (bitsandbytes NF4 + PEFT), on an empty GPU."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    import bitsandbytes
+
+    cid, name, layers, b, s, rank, targets = case
+    config = json.loads((ROOT / "tests" / "fixtures" / "hf-configs" / f"{name}.json").read_text())
+    if layers:
+        config["num_hidden_layers"] = layers
+    ckpt = tmp / cid
+    if not (ckpt / "config.json").exists():  # random bf16 weights, written once, on the CPU
+        model, _ = build_model(config, torch.bfloat16, "sdpa", "cpu")
+        model.save_pretrained(ckpt, safe_serialization=True)
+        del model
+        gc.collect()
+    dev.free()
+    dev.reset_peak()
+    base = dev.allocated()
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                               bnb_4bit_compute_dtype=torch.bfloat16)
+    t0 = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(ckpt, quantization_config=quant, dtype=torch.bfloat16,
+                                                 device_map={"": dev.name}, attn_implementation="sdpa")
+    dev.sync()
+    entry = {"id": cid, "bitsandbytes": bitsandbytes.__version__, "load_seconds": time.perf_counter() - t0,
+             "load_peak_allocated_bytes": dev.peak_allocated() - base,
+             "loaded_allocated_bytes": dev.allocated() - base, "micro_batch_size": b, "sequence_length": s,
+             "lora": {"rank": rank, "targets": targets}}
+    model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=targets, lora_dropout=0.0,
+                                             bias="none"))
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=1e-4, fused=True)
+    vocab = model.config.vocab_size
+    for keep in (False, True):  # HF Trainer frees the step's graph; LitGPT keeps `loss` until the next forward
+        kept = None
+        dev.reset_peak()
+        for _ in range(3):
+            ids = torch.randint(0, vocab, (b, s), device=dev.name)
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            kept = loss if keep else None
+            del loss
+        dev.sync()
+        entry["step_peak_allocated_bytes_keep_graph" if keep else "step_peak_allocated_bytes"] = \
+            dev.peak_allocated() - base
+        del kept
+    del model, opt, trainable
+    dev.free()
+    return entry
+
+
+def run_qlora(out: Path, dev: Device, budget_s: float) -> int:
+    """--qlora: the QLORA_CASES on the GPU, into `out` (JSON)."""
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        print("--qlora needs bitsandbytes (pip install bitsandbytes) on the GPU machine", file=sys.stderr)
+        return 2
+    import tempfile
+
+    t_start = time.perf_counter()
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-qlora-calibration",
+           "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cases": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in QLORA_CASES:
+            if time.perf_counter() - t_start > budget_s:
+                doc["cases"].append({"id": case[0], "status": "skipped"})
+                continue
+            try:
+                doc["cases"].append({**run_qlora_case(case, dev, Path(tmp)), "status": "ok"})
+            except Exception as exc:  # OOM, API drift: record and go on
+                doc["cases"].append({"id": case[0], "status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]})
+                dev.free()
+            write(out, doc)
+            print(f"[{time.perf_counter() - t_start:6.1f}s] {doc['cases'][-1]}", flush=True)
+    doc["seconds"] = time.perf_counter() - t_start
+    write(out, doc)
+    return 0
+
+
 # --------------------------------------------------------------------------- run
 def environment(torch, dev: Device, nvml: Nvml) -> dict:
     import transformers
@@ -654,6 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="2-layer models, tiny shapes, 1 step, on --device (cpu)")
     ap.add_argument("--device", default=None, help="cuda (default) or cpu (default with --smoke)")
     ap.add_argument("--time-budget-s", type=float, default=330.0, help="skip remaining cases after this long")
+    ap.add_argument("--qlora", action="store_true", help="QLoRA step and load peak with bitsandbytes (GPU only)")
     a = ap.parse_args(argv)
     t_start = time.perf_counter()
     nvml = Nvml()
@@ -665,6 +769,11 @@ def main(argv: list[str] | None = None) -> int:
         print("CUDA is not available: run with --smoke (CPU) or on the GPU machine", file=sys.stderr)
         return 2
     dev = Device(torch, device)
+    if a.qlora:
+        if not dev.cuda:
+            print("--qlora runs bitsandbytes' CUDA kernels: run it on the GPU machine", file=sys.stderr)
+            return 2
+        return run_qlora(a.out, dev, a.time_budget_s)
     meta, cases = load_cases(a.cases)
     if a.only:
         unknown = sorted(set(a.only) - {c["id"] for c in cases})

@@ -35,6 +35,8 @@ class Case(BaseModel):
     context_length: int = 512
     weights_dtype: str = "bf16"
     image_size: int | None = None
+    #: standard | chunked (the tracer's torchtune-style chunked cross-entropy)
+    loss: str = "standard"
 
 
 class Comparison(BaseModel):
@@ -63,7 +65,7 @@ def workload_of(case: Case) -> Workload:
         micro_batch_size=case.micro_batch_size, sequence_length=case.sequence_length,
         gradient_checkpointing=case.gradient_checkpointing, attention=case.attention, lora=lora,
         batch_size=case.batch_size, context_length=case.context_length, weights_dtype=case.weights_dtype,
-        image_size=case.image_size,
+        image_size=case.image_size, loss=None if case.loss == "standard" else case.loss,
     )
 
 
@@ -82,7 +84,7 @@ def trace_case(case: Case):
         gradient_checkpointing=case.gradient_checkpointing, attention=case.attention, lora_rank=case.lora_rank,
         lora_alpha=2.0 * case.lora_rank, lora_targets=case.lora_targets or all_linear_names(case.config),
         batch_size=case.batch_size, context_length=case.context_length, weights_dtype=case.weights_dtype,
-        image_size=case.image_size,
+        image_size=case.image_size, loss=case.loss,
     ))
 
 

@@ -123,5 +123,23 @@ def cases() -> list[Case]:
         Case(name="vit-large amp b128", config=_config("vit-large-patch16-224"), micro_batch_size=128),
         Case(name="resnet-50 fp32 b64", config=_config("resnet-50"), precision="fp32", micro_batch_size=64),
         Case(name="resnet-50 amp b128 192px", config=_config("resnet-50"), micro_batch_size=128, image_size=192),
+        # the extremes of issue 15: masked-LM pre-training (the vocabulary-sized logits of every position), a small
+        # model with a 150k vocabulary in fp32 (its logits and their copies outweigh the layers), prefill of
+        # hundreds of thousands of tokens at once (b >= 8 x ctx >= 32k; sliding-window masks)
+        Case(name="bert-base MLM amp b32 s512", config=_config("bert-base-uncased"), task="pretrain",
+             micro_batch_size=32),
+        Case(name="qwen2.5-0.5b fp32 b4 s1024", config=_config("qwen2.5-0.5b"), precision="fp32", micro_batch_size=4,
+             sequence_length=1024),
+        Case(name="llama3-8b/2L inference b8 ctx32768", config=_config("llama-3-8b", 2), task="inference",
+             batch_size=8, context_length=32768),
+        Case(name="mistral-7b/2L inference b16 ctx32768", config=_config("mistral-7b", 2), task="inference",
+             batch_size=16, context_length=32768),
+        # chunked cross-entropy (loss: chunked; the tracer runs torchtune's CEWithChunkedOutputLoss)
+        Case(name="llama3-8b/4L amp b4 s2048 chunked", config=llama, micro_batch_size=4, sequence_length=2048,
+             loss="chunked"),
+        Case(name="qwen2.5-0.5b/4L bf16 b8 s2048 chunked", config=_config("qwen2.5-0.5b", 4), precision="bf16",
+             micro_batch_size=8, sequence_length=2048, loss="chunked"),
+        Case(name="qwen2.5-0.5b/4L inference fp32 b8 ctx32768", config=_config("qwen2.5-0.5b", 4), task="inference",
+             batch_size=8, context_length=32768, weights_dtype="fp32"),
     ]
     return out

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.catalog.loader import load_activation_table, load_overheads
-from gpuplan.core.sizing.memory import estimate_memory
+from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory, resolve
 from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -32,8 +32,15 @@ def archs(draw) -> ModelArch:
 def workloads(draw) -> Workload:
     task = draw(st.sampled_from(["pretrain", "full-finetune", "lora", "qlora", "inference"]))
     precision = draw(st.sampled_from(["fp32", "bf16-mixed", "bf16"]))
+    training = task != "inference"
+    features = {} if not training else {  # the stack features of issue 15 (training only)
+        "loss": draw(st.sampled_from([None, "standard", "chunked"])), "compile": draw(st.sampled_from([None, True])),
+        "activation_offload": draw(st.sampled_from([None, True])), "framework": draw(st.sampled_from([None, "litgpt"])),
+        "optimizer_in_backward": draw(st.sampled_from([None, True]))}
     return Workload(
-        task=task, precision=precision, optimizer=draw(st.sampled_from(["adamw", "adamw-8bit", "sgd", "adafactor"])),
+        **features,
+        task=task, precision=precision,
+        optimizer=draw(st.sampled_from(["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"])),
         micro_batch_size=draw(st.integers(1, 16)), sequence_length=draw(st.sampled_from([128, 512, 2048, 8192])),
         gradient_checkpointing=draw(st.booleans()), attention=draw(st.sampled_from(["sdpa", "eager"])),
         optimizer_implementation=draw(st.sampled_from(["fused", "foreach", "for-loop"])),
@@ -54,6 +61,23 @@ def test_parts_sum_to_the_peak_and_levels_are_ordered(arch: ModelArch, w: Worklo
     assert all(v >= 0 for v in m.breakdown.model_dump().values())
     assert m.peak_tensor_bytes <= m.reserved_bytes < m.device_bytes
     assert max(m.phase_peaks_bytes.values()) == m.peak_tensor_bytes
+    assert m.breakdown.weights_bytes <= m.load_peak_bytes < m.load_device_bytes
+    if w.task != "inference":  # the search's fast path gives the same device total, byte for byte
+        r = resolve(arch, w)
+        terms = TrainingTerms(arch, count_params(arch), w, Layout(), 1, TABLE)
+        assert terms.device_bytes(r.batch, 1, OH) == m.device_bytes
+
+
+@settings(max_examples=100, deadline=None)
+@given(archs(), workloads())
+def test_memory_saving_features_never_cost_memory(arch: ModelArch, w: Workload) -> None:
+    if w.task == "inference":
+        return
+    for key, on, off in (("loss", "chunked", "standard"), ("activation_offload", True, False),
+                         ("optimizer_in_backward", True, False), ("compile", True, False)):
+        assert peak(arch, w.model_copy(update={key: on})) <= peak(arch, w.model_copy(update={key: off})), key
+    if w.optimizer == "adamw-8bit":
+        assert peak(arch, w.model_copy(update={"optimizer": "paged-adamw-8bit"})) <= peak(arch, w)
 
 
 @settings(max_examples=150, deadline=None)

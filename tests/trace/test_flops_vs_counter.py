@@ -108,3 +108,18 @@ def test_moe_dense_part_equals_counter_and_experts_count_per_routed_token(model_
     m = arch.moe
     routed = 2 * SEQ * m.moe_layers * m.experts_per_token * 3 * arch.hidden_size * m.expert_intermediate_size
     assert _ours(model_type, cfg).forward - routed == pytest.approx(measured, rel=0.02)
+
+
+def test_masked_lm_head_flops_match_the_counter() -> None:
+    # BertForMaskedLM: the dense transform and the vocabulary projection on every token (issue 15's MLM head)
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    cfg = dict(TINY["bert"])
+    conf = AutoConfig.for_model("bert", **cfg, attn_implementation="eager")
+    torch.manual_seed(0)
+    model = AutoModelForMaskedLM.from_config(conf)
+    with FlopCounterMode(display=False) as counter:
+        model(input_ids=torch.randint(0, 100, (1, SEQ)))
+    arch = arch_from_hf_config({"model_type": "bert", **cfg})
+    ours = forward_flops(arch, count_params(arch), SEQ, eager=True, task_head="masked-lm")
+    assert ours.forward == pytest.approx(counter.get_total_flops(), rel=0.02)

@@ -19,16 +19,17 @@ def _mem(preset: str, hardware: dict | None = None, **workload):
 
 
 def test_kv_cache_llama3_8b() -> None:
-    # 32 layers x (K and V) x 8 KV heads x 128 dims x 2 bytes x 4 sequences x 2048 tokens = 1 GiB
+    # 32 layers x (K and V) x 8 KV heads x 128 dims x 2 bytes x 4 sequences x (2048 prompt + 256 output tokens,
+    # whole 16-token blocks: the engine allocates the cache for every token a request will hold; issue 14)
     m = _mem("llama-3-8b", task="inference", batch_size=4, context_length=2048)
-    assert m.kv_cache_bytes == 32 * 2 * 8 * 128 * 2 * 4 * 2048 == GIB
+    assert m.kv_cache_bytes == 32 * 2 * 8 * 128 * 2 * 4 * 2304 == GIB * 2304 // 2048
 
 
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
     # Qwen3-235B-A22B has 4 KV heads: on 8-way tensor parallel each GPU keeps one head (not half of one)
     m = _mem("qwen3-235b-a22b", {"gpu": "h200", "gpus": 8, "layout": {"tp": 8}}, task="inference",
              batch_size=1, context_length=4096, kv_cache_dtype="fp8")
-    assert m.kv_cache_bytes == 94 * 2 * 1 * 128 * 1 * 4096
+    assert m.kv_cache_bytes == 94 * 2 * 1 * 128 * 1 * (4096 + 256)  # prompt + the default 256 output tokens
 
 
 def test_sliding_window_caps_the_cache() -> None:

@@ -56,4 +56,26 @@ def dropout(r: Reader, *names: str) -> float:
     return float(value)
 
 
-__all__ = ["Config", "Reader", "dropout"]
+#: the suffix of a transformers class name in config.json's `architectures`, and the head it puts on the model
+HEAD_SUFFIXES = (("ForCausalLM", "causal-lm"), ("LMHeadModel", "causal-lm"), ("ForMaskedLM", "masked-lm"),
+                 ("ForPreTraining", "masked-lm"), ("ForSequenceClassification", "sequence-classification"),
+                 ("ForConditionalGeneration", "seq2seq-lm"), ("ForSeq2SeqLM", "seq2seq-lm"),
+                 ("ForImageClassification", "image-classification"))
+
+
+def head_from_architectures(config: Config, source: str = "config.json") -> str | None:
+    """The head the first entry of `architectures` names (BertForMaskedLM -> masked-lm), None when the key is absent
+    or names a class without one of HEAD_SUFFIXES (a bare BertModel: the kind's default then)."""
+    names = config.get("architectures")
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InputError(["architectures"], f"must be a list of class names, got {clip(names)}", source=source)
+    for name in names[:1]:
+        for suffix, head in HEAD_SUFFIXES:
+            if name.endswith(suffix):
+                return head
+    return None
+
+
+__all__ = ["HEAD_SUFFIXES", "Config", "Reader", "dropout", "head_from_architectures"]

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from gpuplan.catalog.config_reader import Reader as _Reader
 from gpuplan.catalog.config_reader import dropout as _dropout
+from gpuplan.catalog.config_reader import head_from_architectures
 from gpuplan.errors import InputError, UnsupportedModelError, clip
 from gpuplan.schema.model import ModelArch, MoE, ResNetStages
 
@@ -357,7 +358,8 @@ def arch_from_hf_config(config: Mapping[str, Any], *, source: str = "config.json
             ", ".join(SUPPORTED_MODEL_TYPES), source=source,
         )
     try:
-        return ModelArch(**READERS[model_type](_Reader(config, source)))
+        return ModelArch(**READERS[model_type](_Reader(config, source)),
+                         head=head_from_architectures(config, source))
     except ValidationError as exc:  # a size out of bounds, or a ResNet stage / MoE field of the wrong type
         err = exc.errors()[0]
         loc = [str(p) for p in err["loc"]]

@@ -98,3 +98,7 @@ class MemoryEstimate(_Frozen):
     gpus: int
     layout: dict[str, int | str]
     notes: list[Note] = Field(default_factory=list)
+    #: loading the checkpoint (and quantizing it, QLoRA / int4 / int8): the tensor peak before the first step, and
+    #: the device total then (CUDA context, allocator rounding); `fits` considers both phases
+    load_peak_bytes: int = 0
+    load_device_bytes: int = 0

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 ModelKind = Literal["decoder", "encoder", "encoder-decoder", "vit", "cnn"]
 NormKind = Literal["rmsnorm", "layernorm"]
 Positions = Literal["rope", "learned", "alibi", "relative", "none"]
+#: the task head on top of the model, from config.json's `architectures` (BertForMaskedLM -> masked-lm, ...)
+Head = Literal["causal-lm", "masked-lm", "sequence-classification", "seq2seq-lm", "image-classification"]
 
 
 #: upper bounds of a config.json's sizes: beyond any published model, low enough that counts stay exact and finite
@@ -103,6 +105,10 @@ class ModelArch(_Frozen):
     #: dropout probabilities the model applies in training (masks cost memory)
     attention_dropout: float = Field(0.0, ge=0, le=1)
     hidden_dropout: float = Field(0.0, ge=0, le=1)
+    #: the task head, as config.json's `architectures` names it (None: the kind's and the task's default, see
+    #: core/sizing/stack.py head_of: a causal LM for decoders, masked-LM pre-training or sequence classification
+    #: for encoders, seq2seq LM, image classification)
+    head: Head | None = None
     #: the dtype the checkpoint is stored in (config torch_dtype), informational
     torch_dtype: str | None = Field(None, max_length=64)
 

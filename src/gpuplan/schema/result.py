@@ -43,6 +43,10 @@ class MemoryOut(MemoryBreakdown):
     peak_phase: str
     phase_peaks_bytes: dict[str, int]
     dominant: str
+    #: loading (and quantizing) the checkpoint: tensor peak and device total before the first step (None: a traced
+    #: custom model, whose load is not modelled)
+    load_peak_bytes: int | None = None
+    load_device_bytes: int | None = None
     fits: bool | None = None
     headroom_bytes: int | None = None
 

@@ -42,15 +42,23 @@ def make_config(config: dict):
     return conf
 
 
+def masked_lm(spec) -> bool:
+    """An encoder traced with its masked-LM head: pre-training it (fine-tuning puts a classification head on it,
+    whatever the checkpoint's `architectures` says; core/sizing/stack.head_of decides alike)."""
+    return spec.task == "pretrain"
+
+
 def build_model(spec, dtype: torch.dtype):
     """The model in `dtype` (random init; meant to run under FakeTensorMode)."""
-    from transformers import (AutoModelForCausalLM, AutoModelForImageClassification,
+    from transformers import (AutoModelForCausalLM, AutoModelForImageClassification, AutoModelForMaskedLM,
                               AutoModelForSeq2SeqLM, AutoModelForSequenceClassification)
 
     conf = make_config(spec.config)
     fam = family(conf.model_type)
     auto = {"decoder": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM,
             "encoder": AutoModelForSequenceClassification, "vision": AutoModelForImageClassification}[fam]
+    if fam == "encoder" and masked_lm(spec):  # pre-training an encoder: the masked-LM head (BertForMaskedLM)
+        auto = AutoModelForMaskedLM
     # Built directly in `dtype` (Module.to() cannot swap fake parameters); same tensors as casting after.
     if conf.model_type == "resnet":
         return auto.from_config(conf, dtype=dtype), fam, "none"
@@ -112,6 +120,8 @@ def make_inputs(model_config, fam: str, spec, training: bool, pixel_dtype: torch
             batch["labels"] = torch.randint(0, vocab, (b, t))
         else:
             batch["decoder_input_ids"] = torch.zeros((b, 1), dtype=torch.long)
+    elif fam == "encoder" and training and masked_lm(spec):  # every position predicts (a collator's -100s
+        batch["labels"] = ids.clone()  # mask some targets, but the head computes the logits of all of them)
     elif fam == "encoder" and training:
         batch["labels"] = torch.randint(0, _num_labels(model_config), (b,))
     return batch

@@ -133,7 +133,7 @@ def _train(spec, model, fam, trainable, tracker) -> None:
             tracker.reset_peak()
         with tracker.phase("forward"):
             batch = make_inputs(model.config, fam, spec, True, pixel_dtype)
-            loss = _forward_loss(model, batch, amp)
+            loss = (_chunked_loss(model, batch, amp) if spec.loss == "chunked" else _forward_loss(model, batch, amp))
             del batch
         with tracker.phase("backward"):
             loss.backward()
@@ -157,6 +157,31 @@ def _forward_loss(model, batch, amp):
         out = model(**batch)
     out = convert_to_fp32(out)
     return out["loss"]
+
+
+#: chunks of the sequence the chunked loss takes one at a time (torchtune num_output_chunks)
+LOSS_CHUNKS = 8
+
+
+def _chunked_loss(model, batch, amp):
+    """torchtune's CEWithChunkedOutputLoss: the base model's hidden states, then per chunk of the sequence the LM
+    head and cross-entropy on the logits upcast to fp32; the full logits never exist at once."""
+    import contextlib
+
+    import torch
+    import torch.nn.functional as F
+
+    base, head = model.base_model, model.get_output_embeddings()
+    if head is None:
+        raise ValueError("loss: chunked needs a model with an LM head (a decoder)")
+    ctx = torch.autocast("cpu", dtype=amp) if amp is not None else contextlib.nullcontext()
+    labels = batch["labels"]
+    with ctx:
+        hidden = base(input_ids=batch["input_ids"]).last_hidden_state
+        total = 0.0
+        for h, y in zip(hidden.chunk(LOSS_CHUNKS, dim=1), labels.chunk(LOSS_CHUNKS, dim=1)):
+            total = total + F.cross_entropy(head(h).float().flatten(0, 1), y.flatten(), reduction="sum")
+    return total / labels.numel()
 
 
 def _prefill(spec, model, fam, tracker) -> int:

@@ -32,6 +32,9 @@ class TraceSpec(BaseModel):
     batch_size: int = Field(1, ge=1, description="inference: concurrent sequences")
     context_length: int = Field(512, ge=1, description="inference: prefill length (tokens held by the KV cache)")
     weights_dtype: Literal["fp32", "bf16", "fp16"] = "bf16"
+    loss: Literal["standard", "chunked"] = Field(
+        "standard", description="chunked: the LM head and an fp32 cross-entropy over 8 chunks of the sequence "
+        "(torchtune CEWithChunkedOutputLoss), decoders only")
     emulate_cuda: bool = Field(
         True, description="CUDA kernel/autocast/dropout footprints (default); False traces the plain CPU path")
 
@@ -39,6 +42,8 @@ class TraceSpec(BaseModel):
     def _check(self) -> "TraceSpec":
         if "model_type" not in self.config:
             raise ValueError("config must contain model_type")
+        if self.loss == "chunked" and self.task == "inference":
+            raise ValueError("loss: chunked applies to training")
         return self
 
     @property

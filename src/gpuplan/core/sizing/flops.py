@@ -98,9 +98,11 @@ def _resnet_macs(arch: ModelArch, image_size: int) -> float:
 
 
 def forward_flops(arch: ModelArch, p: ParamCount, seq: int, *, target: int | None = None, eager: bool = False,
-                  image_size: int | None = None) -> Flops:
+                  image_size: int | None = None, task_head: str | None = None) -> Flops:
     """Forward FLOPs of one sample: `seq` tokens (encoder-decoders: `seq` source and `target` target tokens;
-    CNNs: one image of `image_size` pixels square, counted as one 'token')."""
+    CNNs: one image of `image_size` pixels square, counted as one 'token'). `task_head`: the task head
+    (core/sizing/stack.head_of); an encoder's masked-LM head is a dense transform and the vocabulary projection on
+    every token (BertForMaskedLM), in place of a classification head on one."""
     if arch.kind == "cnn":
         f = 2.0 * _resnet_macs(arch, image_size or arch.image_size or 224)
         return Flops(tokens=1, linear_forward=f, attention_forward=0.0, head_forward=0.0)
@@ -120,6 +122,12 @@ def forward_flops(arch: ModelArch, p: ParamCount, seq: int, *, target: int | Non
     # biases and norms add no matmul FLOPs: count the blocks' weight matrices only
     weights = p.active - p.embedding - (p.blocks - p.block_linear_weights) + _tied_head(arch)
     head = p.head + _tied_head(arch)
+    if arch.kind == "encoder" and task_head == "masked-lm":
+        mlm = arch.hidden_size * arch.hidden_size + arch.hidden_size * arch.vocab_size
+        blocks = 2.0 * (weights - p.head) * seq
+        attention = _attention_per_token(arch, seq, eager) * seq
+        return Flops(tokens=seq, linear_forward=blocks + 2.0 * mlm * seq, attention_forward=attention,
+                     head_forward=2.0 * mlm * seq)
     if arch.kind in ("encoder", "vit"):
         # the classification head sees one token (pooler / CLS), not every token
         per_token_linear = 2.0 * (weights - p.head)

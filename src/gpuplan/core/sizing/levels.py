@@ -72,7 +72,8 @@ def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: 
 
 def memory_out(m: MemoryEstimate, cap: int | None) -> MemoryOut:
     """An estimate in the JSON's terms, checked against `cap` bytes of GPU memory (None: no GPU given)."""
+    top = max(m.device_bytes, m.load_device_bytes)  # the step, or loading the checkpoint, whichever needs more
     return MemoryOut(**m.breakdown.model_dump(), peak_tensor_bytes=m.peak_tensor_bytes, reserved_bytes=m.reserved_bytes,
                      device_bytes=m.device_bytes, peak_phase=m.peak_phase, phase_peaks_bytes=m.phase_peaks_bytes,
-                     dominant=m.dominant, fits=None if cap is None else m.device_bytes <= cap,
-                     headroom_bytes=None if cap is None else cap - m.device_bytes)
+                     dominant=m.dominant, load_peak_bytes=m.load_peak_bytes, load_device_bytes=m.load_device_bytes,
+                     fits=None if cap is None else top <= cap, headroom_bytes=None if cap is None else cap - top)

@@ -149,7 +149,7 @@ def check_targets(arch: ModelArch, targets: Sequence[str] | None,
             raise _unknown_target([*loc, i], name, sorted(known), f"the {arch.model_type} model has no linear layer named")
 
 
-def ATTENTION_QV(arch: ModelArch) -> list[str]:  # noqa: N802 - a constant-like table lookup
+def ATTENTION_QV(arch: ModelArch) -> list[str]:
     """The query and value projections' module names (the fused QKV layer where the family fuses them)."""
     if arch.model_type in _FUSED_QKV:
         return [_FUSED_QKV[arch.model_type]]

@@ -19,24 +19,47 @@ Then the allocator's reserve and the CUDA context, cuBLAS and NCCL give the rese
 from __future__ import annotations
 
 from gpuplan.core.sizing.activations import activation_key, regime_of, resolve, saved_bytes_per_sample
-from gpuplan.core.sizing.levels import ALLOC_BLOCK, memory_out
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, _reserve_and_device, memory_out
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
-from gpuplan.core.sizing.training_memory import (NF4_BYTES_PER_PARAM, PHASES, TrainingTerms, adafactor_state_elements,
-                                                 estimate_training)
+from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
+from gpuplan.core.sizing.training_memory import PHASES, TrainingTerms, adafactor_state_elements, estimate_training
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 
 
 def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                    table: ActivationTable, oh: Overheads) -> MemoryEstimate:
-    """Peak memory per GPU of `w` on `gpus` GPUs laid out as `lay`."""
+                    table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None) -> MemoryEstimate:
+    """Peak memory per GPU of `w` on `gpus` GPUs laid out as `lay`, and of loading its checkpoint. `qlora`: the
+    4-bit implementation when it is not `w.framework`'s (e.g. an old bitsandbytes, stack.qlora_impl)."""
+    check_stack(arch, w)
     if w.task == "inference":
-        return estimate_inference(arch, p, w, lay, gpus, oh)
-    return estimate_training(arch, p, w, lay, gpus, table, oh)
+        m = estimate_inference(arch, p, w, lay, gpus, oh)
+    else:
+        m = estimate_training(arch, p, w, lay, gpus, table, oh, qlora)
+    load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
+    device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+    return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
 
 
-__all__ = ["ALLOC_BLOCK", "INT4_BYTES_PER_PARAM", "NF4_BYTES_PER_PARAM", "PHASES", "WEIGHT_BYTES", "TrainingTerms",
-           "activation_key", "adafactor_state_elements", "estimate_inference", "estimate_memory", "estimate_training",
-           "kv_cache_bytes", "memory_out", "regime_of", "resolve", "saved_bytes_per_sample"]
+__all__ = [
+    "ALLOC_BLOCK",
+    "INT4_BYTES_PER_PARAM",
+    "NF4_BYTES_PER_PARAM",
+    "PHASES",
+    "WEIGHT_BYTES",
+    "QloraImpl",
+    "TrainingTerms",
+    "activation_key",
+    "adafactor_state_elements",
+    "estimate_inference",
+    "estimate_memory",
+    "estimate_training",
+    "kv_cache_bytes",
+    "load_peak_bytes",
+    "memory_out",
+    "regime_of",
+    "resolve",
+    "saved_bytes_per_sample",
+]

@@ -8,51 +8,21 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.sizing.activations import (
-    Resolved,
-    _coefficients,
-    _compute_bytes,
-    _dropout_mask_bytes_per_token,
-    _fit_max_seq,
-    _layers_tokens,
-    _per_token,
-    _residual_bytes,
-    regime_of,
-    resolve,
-)
-from gpuplan.core.sizing.levels import ALLOC_BLOCK, _finish, _reserve_and_device
+from gpuplan.core.sizing.activations import (Resolved, _coefficients, _compute_bytes, _dropout_mask_bytes_per_token,
+                                             _fit_max_seq, _layers_tokens, _per_token, _residual_bytes, regime_of,
+                                             resolve)
+from gpuplan.core.sizing.head_memory import _head_bytes, _head_terms
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, _finish, _reserve_and_device, _round
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
+from gpuplan.core.sizing.stack import (QloraImpl, fused_activation_saving, head_of, load_peak_bytes, qlora_impl,
+                                       qlora_terms)
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 
-#: bytes per parameter of NF4 with double quantization: 4 bits + an 8-bit absmax per 64 weights
-#: + an fp32 scale per 256 absmax blocks (QLoRA paper, Dettmers et al. 2023, section 3)
-NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 #: the moments of a training step whose memory is compared for the peak (TrainingTerms.phase_parts)
 PHASES = ("forward", "backward", "backward-layers", "backward-end", "optimizer")
-
-
-def _head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> tuple[bool, int, float, float]:
-    """(has an LM head, tokens per sequence it sees, vocabulary per GPU, bytes per element of its output)."""
-    tokens_per_seq = r.target if arch.kind == "encoder-decoder" else r.seq
-    lm = arch.kind not in ("encoder", "vit", "cnn")  # encoders, ViTs and CNNs: a tiny classification head
-    return lm, tokens_per_seq, arch.vocab_size / tp, arch.hidden_size, _compute_bytes(w)  # type: ignore[return-value]
-
-
-def _head_bytes(head: tuple[bool, int, float, float, int], batch: int) -> tuple[float, float, float]:
-    """(saved, forward transient, backward transient) bytes of the final norm, LM head, logits and loss."""
-    lm, tokens_per_seq, v, hidden, beta = head
-    if not lm:
-        return 0.0, 0.0, 0.0
-    tokens = batch * tokens_per_seq
-    saved = tokens * (4 * v + 3 * 4 * hidden)  # fp32 log-softmax output; final norm + head input
-    logits = tokens * v * beta  # the head's output, alive until the loss is taken
-    upcast = 0 if beta == 4 else tokens * v * 4  # the loss upcasts 16-bit logits to fp32
-    fwd = logits + upcast
-    bwd = 2 * tokens * v * 4  # fp32 gradients of the log-softmax output and input (the logits are freed)
-    return saved, fwd, bwd
 
 
 def _trainable(arch: ModelArch, w: Workload) -> int | None:
@@ -64,9 +34,9 @@ def _trainable(arch: ModelArch, w: Workload) -> int | None:
 
 
 def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int,
-            adapters: int | None = None) -> dict[str, float]:
+            adapters: int | None = None, qlora: QloraImpl | None = None) -> dict[str, float]:
     """Weights, gradients, optimizer states and optimizer-step temporaries, per GPU. `adapters`: the LoRA
-    parameters when already counted (_trainable)."""
+    parameters when already counted (_trainable); `qlora`: how the 4-bit base is held (stack.qlora_impl)."""
     mp = lay.tp * lay.pp
     total = p.total
     lora = w.task in ("lora", "qlora")
@@ -75,42 +45,51 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int,
         assert trainable is not None
     else:
         trainable = total
+    impl = qlora or qlora_impl(w)
+    head_w = arch.vocab_size * arch.hidden_size
+    # LitGPT's model keeps an LM head of its own beside a tied embedding (frozen, so only LoRA/QLoRA change)
+    extra_head = head_w if (lora and impl.separate_head and arch.tie_word_embeddings
+                            and head_of(arch, w) == "causal-lm") else 0
     if w.task == "qlora":
         quantized = p.block_linear_weights
-        weights = quantized * NF4_BYTES_PER_PARAM + (total - quantized) * 2 + trainable * 4
+        weights = quantized * impl.bytes_per_param + (total - quantized) * 2 + trainable * 4
+        if impl.quantize_head and head_of(arch, w) == "causal-lm":
+            untied = 0 if arch.tie_word_embeddings else head_w
+            weights += (extra_head + untied) * impl.bytes_per_param - untied * 2
     elif lora:
-        weights = total * (4 if w.precision == "fp32" else 2) + trainable * 4
+        weights = (total + extra_head) * (4 if w.precision == "fp32" else 2) + trainable * 4
     else:
         weights = total * (2 if w.precision == "bf16" else 4)
     # gradients and optimizer states take the trainable parameters' dtype: fp32 (also LoRA adapters), or bf16
     state_b = 4 if (lora or w.precision != "bf16") else 2
     grad_b = state_b
-    # bitsandbytes 8-bit AdamW: two 1-byte states plus an fp32 absmax per 2048-element block for each
-    per_param_states = {"adamw": 2 * state_b, "adamw-8bit": 2 + 8 / 2048, "adafactor": 0.0, "sgd": state_b}
+    # bitsandbytes 8-bit AdamW (paged or not): two 1-byte states plus an fp32 absmax per 2048-element block for
+    # each; the paged one allocates them with cudaMallocManaged (bitsandbytes functional.get_paged), outside torch's
+    # allocator: torch's peak does not count them and they page to host memory when the GPU runs short
+    eight_bit = 2 + 8 / 2048
+    per_param_states = {"adamw": 2 * state_b, "adamw-8bit": eight_bit, "paged-adamw-8bit": eight_bit,
+                        "adafactor": 0.0, "sgd": state_b}
     optimizer = trainable * per_param_states[w.optimizer]
     if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
         optimizer = adafactor_state_elements(arch, p, trainable if lora else None) * state_b
-    largest = max(p.largest_linear_weight, arch.vocab_size * arch.hidden_size) if not lora else 0
-    if w.optimizer == "adafactor":  # HF Adafactor works one parameter at a time in fp32: the gradient,
-        # its square (the update), and for 16-bit parameters fp32 copies of the parameter and gradient
-        temp = largest * 4 * (4 if state_b == 2 else 2)
-    elif w.optimizer in ("sgd", "adamw-8bit"):  # in place: momentum SGD; bitsandbytes' 8-bit kernels
+    largest = max(p.largest_linear_weight, head_w) if not lora else 0
+    temp = _optimizer_temp(w, trainable, largest, state_b)
+    gradients = accumulated = trainable * grad_b
+    if w.optimizer_in_backward:  # each parameter steps as its gradient is ready, and the gradient is freed: the
+        # largest one at a time (LoRA: about one layer's adapters)
+        one = largest or trainable / max(arch.num_layers + arch.num_decoder_layers, 1)
+        gradients = min(trainable, one) * grad_b
         temp = 0.0
-    elif w.optimizer_implementation == "foreach":  # torch._foreach_sqrt(exp_avg_sq): one state-sized list
-        temp = trainable * state_b
-    elif w.optimizer_implementation == "for-loop":  # one parameter at a time: the largest parameter's size
-        temp = largest * state_b
-    else:  # fused kernels update in place
-        temp = 0.0
-    gradients = trainable * grad_b
     weights /= mp
     gradients /= mp
+    accumulated /= mp
     optimizer /= mp
     temp /= mp
     if lay.zero >= 3:
         weights /= dp
     if lay.zero >= 2:
         gradients /= dp
+        accumulated /= dp
     if lay.zero >= 1:
         optimizer /= dp
         temp /= dp
@@ -119,7 +98,27 @@ def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int,
         temp = 0.0
     if lay.offload == "params":
         weights = 0.0
-    return dict(weights=weights, gradients=gradients, optimizer=optimizer, optimizer_temp=temp, trainable=trainable)
+    paged = 0.0
+    if w.optimizer == "paged-adamw-8bit":
+        paged, optimizer = optimizer, 0.0
+    # `accumulated`: what gradient accumulation keeps between micro-batches (all of them, even when the optimizer
+    # steps in backward: torchtune refuses that combination, a loop that allows it cannot free them)
+    return {"weights": weights, "gradients": gradients, "optimizer": optimizer, "optimizer_temp": temp,
+            "trainable": trainable, "paged": paged, "accumulated": accumulated}
+
+
+def _optimizer_temp(w: Workload, trainable: int, largest: int, state_b: int) -> float:
+    """The optimizer step's temporaries, before sharding."""
+    if w.optimizer == "adafactor":  # HF Adafactor works one parameter at a time in fp32: the gradient,
+        # its square (the update), and for 16-bit parameters fp32 copies of the parameter and gradient
+        return largest * 4 * (4 if state_b == 2 else 2)
+    if w.optimizer in ("sgd", "adamw-8bit", "paged-adamw-8bit"):  # in place: momentum SGD; bitsandbytes' kernels
+        return 0.0
+    if w.optimizer_implementation == "foreach":  # torch._foreach_sqrt(exp_avg_sq): one state-sized list
+        return trainable * state_b
+    if w.optimizer_implementation == "for-loop":  # one parameter at a time: the largest parameter's size
+        return largest * state_b
+    return 0.0  # fused kernels update in place
 
 
 def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | None) -> float:
@@ -144,14 +143,43 @@ class TrainingTerms:
     Any workload with the same task, precision, optimizer, LoRA, attention, sequence and checkpointing settings
     shares these terms; `w.micro_batch_size` and `w.global_batch_size` are not read."""
 
-    __slots__ = ("cnn", "pp", "groups", "cnn_per_sample", "cnn_layers", "head", "embed_per_token", "beta",
-                 "resid", "hidden", "num_channels", "seq", "ckpt", "static", "amp_casts", "amp_casts_bwd",
-                 "fixed_other", "layer_grad", "head_grad", "trainable", "dp", "notes", "lay", "gpus")
+    __slots__ = (
+        "amp_casts",
+        "amp_casts_bwd",
+        "beta",
+        "ckpt",
+        "cnn",
+        "cnn_layers",
+        "cnn_per_sample",
+        "compiled",
+        "dequant",
+        "dp",
+        "embed_per_token",
+        "fixed_other",
+        "gpus",
+        "groups",
+        "head",
+        "head_grad",
+        "hidden",
+        "lay",
+        "layer_grad",
+        "notes",
+        "num_channels",
+        "offload",
+        "pp",
+        "resid",
+        "retained",
+        "seq",
+        "static",
+        "trainable",
+    )
 
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                 table: ActivationTable, cache: dict[tuple[object, ...], object] | None = None) -> None:
+                 table: ActivationTable, cache: dict[tuple[object, ...], object] | None = None,
+                 qlora: QloraImpl | None = None) -> None:
         """`cache`: a dict shared by the terms of one model and workload (the search's), which keeps the parts that
-        depend on neither the GPU count nor the ZeRO stage (trainable parameters, per-token activations)."""
+        depend on neither the GPU count nor the ZeRO stage (trainable parameters, per-token activations);
+        `qlora`: the 4-bit implementation when not `w.framework`'s (stack.qlora_impl)."""
         notes: list[Note] = []
         if cache is None:
             r = resolve(arch, w)
@@ -161,7 +189,8 @@ class TrainingTerms:
         dp = self.dp = max(gpus // (lay.tp * lay.pp), 1)
         if cache is not None and "trainable" not in cache:
             cache["trainable"] = _trainable(arch, w)
-        st = self.static = _static(arch, p, w, lay, dp, None if cache is None else cache["trainable"])  # type: ignore[arg-type]
+        st = self.static = _static(arch, p, w, lay, dp, None if cache is None else cache["trainable"],  # type: ignore[arg-type]
+                                   qlora)
         rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
         eager = w.attention == "eager"
         ckpt = self.ckpt = w.gradient_checkpointing
@@ -183,7 +212,8 @@ class TrainingTerms:
             full_c = _coefficients(arch, w, False, table, notes)
             for layers, seq in _layers_tokens(arch, r):
                 full = (_per_token(full_c, arch, seq, rank, lay.tp, _fit_max_seq(arch, w, False))
-                        + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w)))
+                        + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w))
+                        - fused_activation_saving(arch, w, lay.tp))
                 kept = full if not ckpt else _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank,
                                                         lay.tp, _fit_max_seq(arch, w, True))
                 self.groups.append((layers, seq, kept, full))
@@ -193,30 +223,30 @@ class TrainingTerms:
         self.beta = _compute_bytes(w)
         self.hidden, self.num_channels, self.resid = arch.hidden_size, arch.num_channels, _residual_bytes(w)
 
-        # autocast's 16-bit copies of fp32 weights live from their first use in forward until backward frees
-        # them; with checkpointing, backward only holds the head's copy and the recomputed layer's
-        amp_casts = amp_casts_bwd = 0.0
-        if w.task not in ("lora", "qlora") and w.precision in ("fp16-mixed", "bf16-mixed", "fp8-mixed"):
-            cast_b = 2 if w.precision != "fp8-mixed" else 1
-            shard = lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
-            head_w = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
-            amp_casts = (p.block_linear_weights + head_w) * cast_b / shard
-            amp_casts_bwd = (head_w + p.block_linear_weights / n_layers) * cast_b / shard if ckpt else amp_casts
-        self.amp_casts, self.amp_casts_bwd = amp_casts, amp_casts_bwd
+        self.amp_casts, self.amp_casts_bwd = _amp_casts(arch, p, w, lay, dp)
         zero3_work = 0.0
         if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
             zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
         ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
         if ddp_buckets:
             notes.append(DDP_BUCKETS_NOTE)
+        if st["paged"]:
+            notes.append(Note(code="paged-optimizer", message=f"paged 8-bit AdamW keeps its states "
+                              f"({st['paged'] / 2**30:.1f} GiB per GPU) in CUDA unified memory, outside the peak: on the "
+                              "GPU while there is room, paged to host memory (and slower) when there is not"))
         self.fixed_other = zero3_work + ddp_buckets
         self.layer_grad = st["gradients"] / n_layers
         head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
         if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
             head_grad = st["gradients"] * arch.vocab_size * arch.hidden_size / st["trainable"]
+        if w.optimizer_in_backward:  # gradients are stepped and freed one parameter at a time
+            self.layer_grad, head_grad = 0.0, min(head_grad, st["gradients"])
         self.head_grad = head_grad
         self.trainable = st["trainable"]
         self.notes = notes
+        self.retained, self.dequant = qlora_terms(arch, p, w, lay.tp, qlora or qlora_impl(w))
+        self.offload = bool(w.activation_offload)
+        self.compiled = COMPILE_SAVED_FRACTION if w.compile else 1.0
 
     def phase_parts(self, batch: int, microbatches: int) -> tuple[tuple[float, float, float], ...]:
         """(gradients, activations, other) bytes at each moment of PHASES (weights and optimizer states are
@@ -231,28 +261,33 @@ class TrainingTerms:
             one_layer = saved_layer / self.cnn_layers
         for layers, seq, kept, full in self.groups:
             tokens = batch * seq
+            if self.offload:  # activation offloading: the layers in flight stay, the others wait in host memory
+                layers = min(layers, OFFLOAD_LAYERS_ON_GPU)
+            if not self.ckpt:  # compiled layers keep fewer intermediates; checkpointed ones keep their inputs anyway
+                kept *= self.compiled
             saved_layer += layers * in_flight * tokens * kept
-            one_layer = max(one_layer, tokens * full)
+            one_layer = max(one_layer, tokens * full * self.compiled)
         head_saved, head_fwd, head_bwd = _head_bytes(self.head, batch)
         embed = batch * self.seq * self.hidden * self.resid
         if self.cnn:  # the input images
             embed = batch * self.num_channels * self.seq * self.seq * self.resid
-        activations = saved_layer + head_saved + embed
+        activations = saved_layer + head_saved + embed + batch * self.seq * self.retained
         recompute = one_layer if self.ckpt else 0.0
-        G = self.static["gradients"]
+        G = self.static["gradients"] if microbatches == 1 else self.static["accumulated"]
         g_acc = G if microbatches > 1 else 0.0  # gradient accumulation: gradients live through forward too
         fixed_other = self.fixed_other
+        dq = self.dequant
         return (
             # forward: the loss is taken: every saved activation, autocast's weight copies, logits and their
             # fp32 copies
-            (g_acc, activations, self.amp_casts + head_fwd + fixed_other),
+            (g_acc, activations, self.amp_casts + head_fwd + fixed_other + dq),
             # backward through the loss and the head: the logits' fp32 gradients, no weight gradient yet
-            (g_acc, activations, self.amp_casts_bwd + head_bwd + fixed_other),
+            (g_acc, activations, self.amp_casts_bwd + head_bwd + fixed_other + dq),
             # backward-layers: the top layer's backward: the head's gradient exists, its logits are gone; with
             # checkpointing the layer is recomputed
-            (max(g_acc, self.head_grad), activations - head_saved + recompute, self.amp_casts_bwd + fixed_other),
+            (max(g_acc, self.head_grad), activations - head_saved + recompute, self.amp_casts_bwd + fixed_other + dq),
             # backward-end: the first layer's backward: all gradients but its own, its activations
-            (G - self.layer_grad, embed + one_layer, fixed_other),
+            (G - self.layer_grad, embed + one_layer, fixed_other + dq),
             # optimizer
             (G, 0.0, self.static["optimizer_temp"] + fixed_other),
         )
@@ -260,7 +295,7 @@ class TrainingTerms:
     def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
         """Bytes by part at each moment of a step (`phase_parts` with the static parts, by name)."""
         W, O = self.static["weights"], self.static["optimizer"]
-        return {name: dict(weights=W, optimizer=O, gradients=g, activations=a, other=o)
+        return {name: {"weights": W, "optimizer": O, "gradients": g, "activations": a, "other": o}
                 for name, (g, a, o) in zip(PHASES, self.phase_parts(batch, microbatches))}
 
     def device_bytes(self, batch: int, microbatches: int, oh: Overheads) -> int:
@@ -277,10 +312,42 @@ class TrainingTerms:
                 top, churn = total, act + other
         return _reserve_and_device(top, churn, oh, self.gpus, self.lay, True)[1]
 
+    def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:
+        """What `estimate_training(...).load_device_bytes` is (loading the checkpoint; no micro-batch in it): the
+        search's `fits` needs the larger of it and `device_bytes`."""
+        load = load_peak_bytes(arch, p, w, self.lay, _round(self.static["weights"]))
+        return _reserve_and_device(load, 0, oh, self.gpus, self.lay, False)[1]
+
+
+def _amp_casts(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -> tuple[float, float]:
+    """Autocast's 16-bit copies of fp32 weights (forward, backward): they live from their first use in forward until
+    backward frees them; with checkpointing, backward only holds the head's copy and the recomputed layer's."""
+    if w.task in ("lora", "qlora") or w.precision not in ("fp16-mixed", "bf16-mixed", "fp8-mixed"):
+        return 0.0, 0.0
+    n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
+    cast_b = 2 if w.precision != "fp8-mixed" else 1
+    shard = lay.tp * lay.pp * (dp if lay.zero >= 3 else 1)
+    head_w = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
+    amp_casts = (p.block_linear_weights + head_w) * cast_b / shard
+    if w.gradient_checkpointing:
+        return amp_casts, (head_w + p.block_linear_weights / n_layers) * cast_b / shard
+    return amp_casts, amp_casts
+
+
+#: torch.compile (inductor's min-cut partitioner) saves this fraction of what an eager layer saves for backward:
+#: torchtune's 'Optimization flags' table (README, 2024-11-18; Llama 3.2 3B full fine-tune, batch 2 x 4096 packed,
+#: A100) goes from 60.0 to 51.0 GiB with compile, 9.0 of the 28.3 GiB its layers save eagerly (gpuplan's estimate of
+#: them, benchmarks/memory_cases.yaml); one source, so an assumption: benchmarks/accuracy.py --cases checks it on
+#: the compiled runs of the other rows
+COMPILE_SAVED_FRACTION = 0.68
+#: activation offloading keeps the layer being computed and the one being copied on the GPU (torchtune
+#: OffloadActivations with use_streams: a tensor is freed once its copy to host is done)
+OFFLOAD_LAYERS_ON_GPU = 2
+
 
 def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                      table: ActivationTable, oh: Overheads) -> MemoryEstimate:
-    terms = TrainingTerms(arch, p, w, lay, gpus, table)
+                      table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None) -> MemoryEstimate:
+    terms = TrainingTerms(arch, p, w, lay, gpus, table, qlora=qlora)
     r = resolve(arch, w)
     phases = terms.phases(r.batch, _microbatches(w, r, terms.dp))
     return _finish(phases, oh, gpus, lay, training=True, notes=list(terms.notes), kv=0.0, trainable=terms.trainable)
