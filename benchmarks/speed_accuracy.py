@@ -3,8 +3,10 @@ pre-training and fine-tuning runs (benchmarks/speed_cases.py says where each com
 
 Prints one row per case: the measurement, gpuplan's prediction and the naive rule (6 x parameters x tokens at
 40% of the dense peak), each with its error; then the median and 90th-percentile absolute errors by group,
-in-sample and leave-one-out (each case predicted by a speed model fitted without it, when --loo is given:
-slower, it refits the calibration once per case).
+in-sample, leave-one-out (each case predicted by a speed model fitted without it) and leave-one-source-out
+(each source's cases - one publisher or benchmark table, speed_cases.source_group - predicted by a speed model
+fitted without any case of that source), when --loo is given (it refits the calibration once per case and
+once per source; a fold resets the efficiencies of generations it has no runs of to priors, fit_speed.fit_fold).
 
 Run: python benchmarks/speed_accuracy.py [--markdown] [--loo]
 """
@@ -21,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpuplan.catalog.loader import load_speed_model  # noqa: E402
 
-from speed_cases import Case, load_cases, naive, predict  # noqa: E402
+from speed_cases import Case, load_cases, naive, predict, source_group  # noqa: E402
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -41,22 +43,42 @@ def rel(pred: float, meas: float) -> float:
     return (pred - meas) / meas
 
 
-def summary(rows: list[tuple[Case, float, float, float | None]]) -> list[tuple[str, int, str, str, str]]:
+Row = tuple[Case, float, float, float | None, float | None]
+
+
+def _medp90(xs: list[float]) -> str:
+    return f"{100 * statistics.median(xs):.1f}% / {100 * pct(xs, 0.9):.1f}%" if xs else "-"
+
+
+def summary(rows: list[Row]) -> list[tuple[str, int, str, str, str, str]]:
     out = []
     groups = {"pre-training": lambda c: c.group == "pretrain" and c.calibration,
               "fine-tuning": lambda c: c.group == "finetune" and c.calibration,
               "all calibration runs": lambda c: c.calibration,
               "† checks": lambda c: not c.calibration}
     for name, pick in groups.items():
-        sel = [(c, p, n, loo) for c, p, n, loo in rows if pick(c)]
+        sel = [r for r in rows if pick(r[0])]
         if not sel:
             continue
-        ours = [abs(rel(p, c.value)) for c, p, _, _ in sel]
-        nv = [abs(rel(n, c.value)) for c, _, n, _ in sel]
-        loo = [abs(rel(lp, c.value)) for c, _, _, lp in sel if lp is not None]
-        loo_s = f"{100 * statistics.median(loo):.1f}% / {100 * pct(loo, 0.9):.1f}%" if loo else "-"
-        out.append((name, len(sel), f"{100 * statistics.median(ours):.1f}% / {100 * pct(ours, 0.9):.1f}%",
-                    loo_s, f"{100 * statistics.median(nv):.1f}% / {100 * pct(nv, 0.9):.1f}%"))
+        ours = [abs(rel(p, c.value)) for c, p, *_ in sel]
+        nv = [abs(rel(n, c.value)) for c, _, n, *_ in sel]
+        loo = [abs(rel(lp, c.value)) for c, _, _, lp, _ in sel if lp is not None]
+        loso = [abs(rel(sp, c.value)) for c, *_, sp in sel if sp is not None]
+        out.append((name, len(sel), _medp90(ours), _medp90(loo), _medp90(loso), _medp90(nv)))
+    return out
+
+
+def by_source(rows: list[Row]) -> list[tuple[str, str, int, str, str]]:
+    """(source, groups, cases, in-sample median, leave-one-source-out median) for the calibration cases."""
+    out = []
+    for src in sorted({source_group(c) for c, *_ in rows if c.calibration}):
+        sel = [r for r in rows if r[0].calibration and source_group(r[0]) == src]
+        groups = "/".join(sorted({c.group for c, *_ in sel}))
+        ours = [abs(rel(p, c.value)) for c, p, *_ in sel]
+        loso = [abs(rel(sp, c.value)) for c, *_, sp in sel if sp is not None]
+        signed = [rel(sp, c.value) for c, *_, sp in sel if sp is not None]
+        loso_s = f"{100 * statistics.median(loso):.1f}% (signed {100 * statistics.median(signed):+.1f}%)" if loso else "-"
+        out.append((src, groups, len(sel), f"{100 * statistics.median(ours):.1f}%", loso_s))
     return out
 
 
@@ -131,6 +153,20 @@ def relative_checks(sm) -> list[tuple[str, str, str, str]]:  # type: ignore[no-u
     return out
 
 
+def held_out(cases: list[Case], sm) -> tuple[dict[str, float], dict[str, float]]:  # type: ignore[no-untyped-def]
+    """Leave-one-out and leave-one-source-out predictions of the calibration cases (case id -> value)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from fit_speed import fit_fold  # type: ignore[import-not-found]
+
+    cal = [c for c in cases if c.calibration]
+    loo = {c.id: predict(c, fit_fold([x for x in cal if x.id != c.id], sm)) for c in cal}
+    loso: dict[str, float] = {}
+    for src in sorted({source_group(c) for c in cal}):
+        sm_s = fit_fold([x for x in cal if source_group(x) != src], sm)
+        loso.update({c.id: predict(c, sm_s) for c in cal if source_group(c) == src})
+    return loo, loso
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables (for docs/accuracy.md)")
@@ -143,21 +179,15 @@ def main() -> None:
         explain(next(c for c in cases if c.id == a.explain), sm)
         return
     loo_pred: dict[str, float] = {}
+    loso_pred: dict[str, float] = {}
     if a.loo:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-        from fit_speed import fit  # type: ignore[import-not-found]
-
-        for c in cases:
-            if not c.calibration:
-                continue
-            sm_c, _ = fit([x for x in cases if x.id != c.id and x.calibration], sm, quiet=True)
-            loo_pred[c.id] = predict(c, sm_c)
-    rows = []
+        loo_pred, loso_pred = held_out(cases, sm)
+    rows: list[Row] = []
     for c in cases:
-        rows.append((c, predict(c, sm), naive(c), loo_pred.get(c.id)))
+        rows.append((c, predict(c, sm), naive(c), loo_pred.get(c.id), loso_pred.get(c.id)))
     head = ["case", "kind", "GPU", "metric", "measured", "gpuplan", "err", "naive 6ND@40%", "err"]
     table = []
-    for c, p, n, _ in rows:
+    for c, p, n, *_ in rows:
         table.append([c.id + ("" if c.calibration else " †"), c.kind, f"{c.gpus}x {c.gpu.id}", c.metric,
                       fmt(c.value), fmt(p), f"{100 * rel(p, c.value):+.1f}%", fmt(n), f"{100 * rel(n, c.value):+.1f}%"])
     sums = summary(rows)
@@ -167,19 +197,32 @@ def main() -> None:
         for r in table:
             print("| " + " | ".join(r) + " |")
         print()
-        print("| group | cases | gpuplan median / p90 | leave-one-out median / p90 | naive median / p90 |")
-        print("|---|---|---|---|---|")
+        print("| group | cases | gpuplan in-sample median / p90 | leave-one-out median / p90 | "
+              "leave-one-source-out median / p90 | naive median / p90 |")
+        print("|---|---|---|---|---|---|")
         for s in sums:
             print("| " + " | ".join(map(str, s)) + " |")
+        if a.loo:
+            print("\nBy source (the calibration cases of each; leave-one-source-out: predicted by a model fitted "
+                  "without that source):\n")
+            print("| source | group | cases | in-sample median | leave-one-source-out median |")
+            print("|---|---|---|---|---|")
+            for s in by_source(rows):
+                print("| " + " | ".join(map(str, s)) + " |")
     else:
         widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
         print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
         for r in table:
             print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)))
         print()
-        print(f"{'group':22} {'cases':>5}  {'gpuplan med/p90':>18}  {'LOO med/p90':>18}  {'naive med/p90':>18}")
-        for name, n, o, lo, nv in sums:
-            print(f"{name:22} {n:>5}  {o:>18}  {lo:>18}  {nv:>18}")
+        print(f"{'group':22} {'cases':>5}  {'in-sample med/p90':>18}  {'LOO med/p90':>18}  {'LOSO med/p90':>18}  "
+              f"{'naive med/p90':>18}")
+        for name, n, o, lo, so, nv in sums:
+            print(f"{name:22} {n:>5}  {o:>18}  {lo:>18}  {so:>18}  {nv:>18}")
+        if a.loo:
+            print()
+            for src, grp, n, o, so in by_source(rows):
+                print(f"  {src:24} {grp:18} {n:>3}  in-sample {o:>7}  LOSO {so}")
     ratios = relative_checks(sm)
     if a.markdown:
         print("\nRatios where a run's unknowns cancel (gpuplan's LitGPT range: 512- to 256-token samples, the "

@@ -105,6 +105,8 @@ class Case:
     #: unstated cluster size, micro-batch or recomputation: (gpus, workload) alternatives; the case takes the
     #: fastest, as a tuned run would
     options: list[tuple[int, Workload, Layout, int]] = field(default_factory=list)
+    #: the publisher/table id for leave-one-source-out (None: from `source`, see source_group)
+    source_id: str | None = None
 
 
 def _trainable(c: Case) -> int:
@@ -235,9 +237,12 @@ def _fits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: Gpu) -> boo
 
 
 def _fitting_options(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: Gpu, gbs: int | None,
-                     mbs_stated: bool, ckpt_stated: bool) -> list[tuple[int, Workload, Layout, int]]:
+                     mbs_stated: bool, ckpt_stated: bool,
+                     selective: bool = False) -> list[tuple[int, Workload, Layout, int]]:
     """Micro-batch sizes (1-16, dividing the global batch) and recomputation settings the source leaves open,
-    that fit in the GPU's memory."""
+    that fit in the GPU's memory. `selective`: the stack recomputes only cheap activations and shards the rest over
+    the tensor-parallel group (Megatron's sequence parallelism and selective recomputation, which gpuplan's memory
+    model does not split): without full recomputation the fit is checked with its memory (a bound), as for LLaMA."""
     dp = max(gpus // (lay.tp * lay.pp), 1)
     out: list[tuple[int, Workload, Layout, int]] = []
     for ckpt in ((w.gradient_checkpointing,) if ckpt_stated else (False, True)):
@@ -246,7 +251,8 @@ def _fitting_options(arch: ModelArch, w: Workload, lay: Layout, gpus: int, gpu: 
                 continue
             trial = w.model_copy(update={"micro_batch_size": mbs, "gradient_checkpointing": ckpt,
                                          "global_batch_size": gbs or mbs * dp})
-            if _fits(arch, trial, lay, gpus, gpu):
+            check = trial.model_copy(update={"gradient_checkpointing": True}) if selective else trial
+            if _fits(arch, check, lay, gpus, gpu):
                 out.append((gpus, trial, lay, 1))
     return out
 
@@ -257,7 +263,12 @@ def _layout(d: dict[str, Any] | None) -> Layout:
     zero = d.get("zero", 0)
     if zero in ("fsdp", "FSDP", "full_shard"):
         zero = 3
-    return Layout(zero=int(zero or 0), tp=int(d.get("tp") or 1), pp=int(d.get("pp") or 1))
+    return Layout(zero=int(zero or 0), tp=int(d.get("tp") or 1), pp=int(d.get("pp") or 1),
+                  offload=d.get("offload", "none"))
+
+
+#: workload keys a case may set as its source states them (training-stack features)
+STACK_KEYS = ("stack", "compile", "packing", "loss", "activation_offload", "optimizer_in_backward")
 
 
 def _file_cases(path: Path) -> list[Case]:
@@ -298,15 +309,17 @@ def _file_cases(path: Path) -> list[Case]:
                      attention=row.get("attention", "flash"), lora=lora,
                      optimizer=row.get("optimizer", "adamw"),
                      optimizer_implementation=row.get("optimizer_implementation", "fused"),
-                     tf32="tf32" in str(row.get("precision_as_stated", "")).lower())
+                     tf32="tf32" in str(row.get("precision_as_stated", "")).lower(),
+                     **{k: row[k] for k in STACK_KEYS if k in row})
         p = count_params(arch)
         gpu = gpu_row(row["gpu"])
         options: list[tuple[int, Workload, Layout, int]] = []
         mbs_stated = bool(row.get("micro_batch_size"))
         ckpt_stated = ckpt not in (None, "unknown")
         if not (mbs_stated and ckpt_stated):
+            megatron = "megatron" in str(row.get("framework", "")).lower() and lay.tp > 1
             options = _fitting_options(arch, w, lay, gpus, gpu, int(row["global_batch_size"])
-                                       if row.get("global_batch_size") else None, mbs_stated, ckpt_stated)
+                                       if row.get("global_batch_size") else None, mbs_stated, ckpt_stated, megatron)
         vp_stated = (row.get("layout") or {}).get("vp")
         if lay.pp > 1 and not vp_stated:  # an unstated pipeline schedule: plain 1F1B or interleaved (Megatron)
             options = [(g, ww, ll, v) for g, ww, ll, _ in (options or [(gpus, w, lay, 1)]) for v in (1, 2, 4)]
@@ -332,6 +345,7 @@ def _file_cases(path: Path) -> list[Case]:
             includes_goodput=bool(row.get("includes_goodput", False)),
             calibration=row.get("calibration", True) and not gap,
             virtual_stages=int((row.get("layout") or {}).get("vp") or 1), options=options,
+            source_id=row.get("source_id"),
         ))
     return out
 
@@ -341,8 +355,33 @@ def load_cases(measurements: Path = MEASUREMENTS, cases_file: Path = CASES_FILE)
     return cases + _file_cases(cases_file)
 
 
+#: publisher or benchmark table a case comes from, for leave-one-source-out accuracy: (substring of the case's
+#: `source`, lower case) -> source id; the first match wins. Frameworks of one vendor that publish under one
+#: benchmarking method share an id (NeMo, Megatron-Bridge, Automodel are NVIDIA's NeMo performance tables).
+SOURCE_GROUPS = [
+    ("llama 2", "meta-llama-2"), ("llama2", "meta-llama-2"), ("llama 3 herd", "meta-llama-3"),
+    ("llama paper", "meta-llama-1"), ("nemotron-4", "nvidia-nemotron-4"), ("megatron-bridge", "nvidia-nemo-perf"), ("nemo", "nvidia-nemo-perf"),
+    ("automodel", "nvidia-nemo-perf"), ("narayanan", "megatron-lm-papers"), ("shoeybi", "megatron-lm-papers"),
+    ("megascale", "megascale"), ("deeplearningexamples", "nvidia-dle"), ("llm-foundry", "mosaicml"),
+    ("mpt-7b", "mosaicml"), ("torchtitan", "torchtitan"), ("torchtune", "torchtune"), ("qwen", "qwen"),
+    ("bert-large sweep", "hf-bert-sweep"), ("as above", "hf-bert-sweep"), ("litgpt", "litgpt"),
+    ("unsloth", "unsloth"), ("axolotl", "axolotl"), ("mlperf", "mlperf"),
+]
+
+
+def source_group(c: Case) -> str:
+    """The source id of a case (SOURCE_GROUPS; else the source's first words)."""
+    if c.source_id:
+        return c.source_id
+    low = c.source.lower()
+    for needle, gid in SOURCE_GROUPS:
+        if needle in low:
+            return gid
+    return low.split(",")[0].split(":")[0].strip()[:40] or c.id
+
+
 def log_error(pred: float, meas: float) -> float:
     return math.log(pred / meas)
 
 
-__all__ = ["Case", "load_cases", "log_error", "model_flops_per_token", "naive", "predict"]
+__all__ = ["Case", "load_cases", "log_error", "model_flops_per_token", "naive", "predict", "source_group"]

@@ -71,7 +71,22 @@ PINNED = {
     # pytorch/torchtune README 'Memory and training speed' (@0031bfb): Llama 3.1 8B full fine-tune on one
     # RTX 4090, "batch size 2 (without gradient accumulation), a dataset packed to sequence length 2048": 1,650 tokens/s
     "torchtune-llama31-8b-full-rtx4090": "tokens_per_s_per_gpu",
+    # Narayanan et al. 2021 (arXiv:2104.04473) Table 1: a 529.6B GPT on 2,520 A100-80GB, tp 8 x pp 35, batch 2520,
+    # 163 TFLOP/s per GPU by Eq. (3) (recomputation counted) = 37.9 tokens/s/GPU: pre-training at > 1,000 GPUs
+    "megatron-gpt-529.6b-a100-2520": "tokens_per_s_per_gpu",
+    # NVIDIA Megatron-Bridge Performance Summary (25.11, DGX-H100), row "LLAMA3_70B | 64 | FP8-CS | 128 | 1 | 8192 |
+    # 0 | 4 | 8 | 1 | 5 | 1 | 64 | 1602 | 719": FP8 on 8 nodes, tp 4 x pp 8, 5 virtual stages
+    "megatron-bridge-h100-llama3-70b-fp8-64gpu": "tokens_per_s_per_gpu",
 }
+
+
+def test_leave_one_source_out_groups_cover_every_calibration_run() -> None:
+    """benchmarks/speed_accuracy.py --loo predicts each source's runs with a model fitted without them: every
+    calibration run has a source id, and no source is the whole set."""
+    groups = {speed_cases.source_group(c) for c in cases().values() if c.calibration}
+    assert len(groups) >= 10
+    for c in cases().values():
+        assert speed_cases.source_group(c), c.id
 
 
 @pytest.mark.parametrize("case_id", list(PINNED))

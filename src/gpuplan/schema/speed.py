@@ -42,6 +42,8 @@ class SpeedParams(_Frozen):
     matmul_half_tokens: float = Field(gt=0)
     #: attention kernels (flash/SDPA) reach this fraction of the matmul efficiency
     attention_factor: float = Field(gt=0, le=1.5)
+    #: the same for eager attention (the score matrix materialised, softmax in its own kernels); None: as flash
+    eager_attention_factor: float | None = Field(None, gt=0, le=1.5)
     #: elementwise traffic per step = this x the bytes autograd saves for backward
     elementwise_passes: float = Field(gt=0)
     #: fp8 training: more passes over the activations to cast them (and their gradients) for each matmul
@@ -70,6 +72,9 @@ class SpeedParams(_Frozen):
     pcie_no_p2p_gbs: float = Field(gt=0)
     #: fraction of the gradient all-reduce hidden behind the backward pass (DDP buckets, FSDP prefetch)
     comm_overlap: float = Field(ge=0, le=1)
+    #: fraction of the tensor-parallel all-reduces a tuned stack hides behind the matmuls (Megatron/Transformer Engine
+    #: communication overlap, sequence parallelism's reduce-scatter and all-gather pipelined with the GEMMs)
+    tp_comm_overlap: float = Field(0.0, ge=0, le=0.95)
     collective_latency_s: float = Field(ge=0)
     #: prefill reaches this fraction of the training matmul efficiency (no backward, big GEMMs)
     prefill_factor: float = Field(gt=0)
@@ -77,6 +82,19 @@ class SpeedParams(_Frozen):
     goodput_long_run: float = Field(gt=0, le=1)
     #: runs shorter than this many hours get goodput 1
     goodput_threshold_hours: float = Field(gt=0)
+    #: GPU <-> host copies (pinned memory), GB/s one way for a x16 link, by PCIe generation: what activation
+    #: offloading and ZeRO-Offload move over
+    host_link_gbs: dict[str, float]
+    #: ZeRO-Offload: parameters per second one host's CPU Adam updates (DeepSpeed CPU-Adam, all its cores)
+    cpu_adam_params_per_s: float = Field(gt=0)
+    #: fraction of a host copy that overlaps with compute when it fits in the compute window (copy streams)
+    offload_overlap: float = Field(ge=0, le=1)
+    #: torch.compile on the eager stack: the step runs this many times faster (the tuned stack is compiled already)
+    compile_speedup: float = Field(ge=1)
+    #: passes over fp32 logits (upcast, log-softmax, its gradient) that a chunked or fused cross-entropy avoids
+    logits_fp32_passes: float = Field(ge=0)
+    #: unpacked fine-tuning batches padded to their longest sample: the fraction of computed tokens that are real
+    unpacked_token_fill: float = Field(gt=0, le=1)
     #: spread of measured/predicted on the calibration runs (10th and 90th percentiles)
     range_low: float = Field(gt=0, le=1)
     range_high: float = Field(ge=1)
@@ -107,7 +125,8 @@ class TimeEstimate(_Frozen):
     goodput: float
     mfu: float
     efficiency: float
-    #: seconds of one step by part: matmul, elementwise, overhead, optimizer, communication, bubble
+    #: seconds of one step by part: matmul, elementwise, overhead, optimizer, communication, bubble; with offload also
+    #: offload (PCIe copies left exposed) and cpu_optimizer (ZeRO-Offload's CPU Adam)
     step_breakdown_s: dict[str, float]
     assumptions: list[str]
 

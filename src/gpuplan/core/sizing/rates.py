@@ -11,7 +11,7 @@ from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Workload
-from gpuplan.schema.speed import GenerationEfficiency, Span, SpeedModel
+from gpuplan.schema.speed import GenerationEfficiency, Span, SpeedModel, SpeedParams
 
 GB = 1e9
 
@@ -82,6 +82,25 @@ def _intranode_gbs(gpu: Gpu, sm: SpeedModel, group: int) -> float:
     return sm.params.pcie_p2p_gbs.get(str(ic.pcie_gen), 22.0)
 
 
+def _exposed(t: float, window: float, overlap: float) -> float:
+    """What a transfer of `t` seconds leaves exposed beside `window` seconds of compute it can overlap with:
+    all that does not fit, and (1 - overlap) of what does (contention)."""
+    return max(t - window, 0.0) + (1 - overlap) * min(t, window)
+
+
+def host_link_gbs(gpu: Gpu, sm: SpeedModel) -> float:
+    """GB/s one way between `gpu` and host memory (pinned copies over its PCIe link)."""
+    ic = gpu.interconnect
+    return sm.params.host_link_gbs.get(str(ic.pcie_gen), 25.0) * ic.pcie_lanes / 16
+
+
+def _stack_factor(w: Workload, prm: SpeedParams) -> float:
+    """A GPU's own step / the tuned stack's: 1, or the eager factor (divided by compile's speed-up)."""
+    if w.stack != "eager":
+        return 1.0
+    return max(prm.eager_step_factor / (prm.compile_speedup if w.compile else 1.0), 1.0)
+
+
 def _allreduce_s(bytes_: float, n: int, bw_gbs: float, latency: float) -> float:
     if n <= 1 or bytes_ <= 0:
         return 0.0
@@ -120,4 +139,4 @@ def tokens_per_sample(arch: ModelArch, w: Workload) -> int:
     return 1 if arch.kind == "cnn" else r.seq
 
 
-__all__ = ["GB", "link_gbs", "matmul_efficiency", "peak_flops", "precision_class", "tokens_per_sample"]
+__all__ = ["GB", "host_link_gbs", "link_gbs", "matmul_efficiency", "peak_flops", "precision_class", "tokens_per_sample"]
