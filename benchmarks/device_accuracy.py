@@ -16,6 +16,7 @@ Run: python benchmarks/device_accuracy.py [FILE.json ...] [--gpu ID] [--markdown
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import statistics
 import sys
@@ -28,6 +29,7 @@ import yaml
 
 from gpuplan.api import estimate
 from gpuplan.catalog.loader import load_overheads
+from gpuplan.catalog.serving import load_serving
 from gpuplan.units import GIB
 
 HERE = Path(__file__).resolve().parent
@@ -137,9 +139,15 @@ def case_rows(entry: dict, est: Any, baseline: int | None) -> list[Row]:
         inf = est.inference
         # the estimate is a serving engine's decoding; transformers' eager generate() is not that
         how = "" if t.get("decode") == "static-compiled" else " (eager generate)"
+        # the estimate's KV cache holds prompt and output tokens in the engine's blocks; after prefill only the
+        # prompt's tokens are there
+        w = est.workload
+        ctx, out = w.get("context_length"), w.get("output_tokens") or 256
+        block = load_serving().engine.block_size_tokens
+        kv_prefill = em.kv_cache_bytes * ctx / (math.ceil((ctx + out) / block) * block) if ctx else None
         rows += [
             Row("prefill tensor peak", "GiB", _gib(m.get("prefill_peak_allocated_bytes")), _gib(em.peak_tensor_bytes)),
-            Row("KV cache after prefill", "GiB", _gib(m.get("kv_cache_prefill_bytes")), _gib(em.kv_cache_bytes)),
+            Row("KV cache after prefill", "GiB", _gib(m.get("kv_cache_prefill_bytes")), _gib(kv_prefill)),
             Row("decode tensor peak", "GiB", _gib(m.get("peak_allocated_bytes")), None),
             Row("prefill reserved", "GiB", _gib(m.get("prefill_peak_reserved_bytes")), _gib(em.reserved_bytes)),
             Row("prefill device (NVML)", "GiB", device(m.get("prefill_nvml_used_bytes")), _gib(em.device_bytes)),

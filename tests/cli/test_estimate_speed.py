@@ -132,10 +132,12 @@ def test_inference_example_has_ttft_and_decode_rates(name: str) -> None:
     assert d["time"] is None
     assert inf["time_to_first_token_s"] > 0
     assert 0 < inf["decode_tokens_per_s_per_request"] <= inf["aggregate_tokens_per_s"]
-    batch = d["workload"]["batch_size"]
-    replicas = d["hardware"]["layout"]["dp"]
-    assert inf["aggregate_tokens_per_s"] == pytest.approx(
-        inf["decode_tokens_per_s_per_request"] * batch * replicas, rel=1e-9)
+    # consistent figures (issue 14): output tokens/s = requests/s x output tokens; Little's law
+    out = d["workload"].get("output_tokens", 256)
+    assert inf["aggregate_tokens_per_s"] == pytest.approx(inf["requests_per_s"] * out, rel=1e-9)
+    assert inf["concurrency"] == pytest.approx(inf["requests_per_s"] * inf["request_latency_s"], rel=0.02)
+    for key in ("ttft_s", "itl_s", "e2e_s"):
+        assert 0 <= inf[key]["p50"] <= inf[key]["p90"] <= inf[key]["p99"], key
     for key in ("time_to_first_token_s", "decode_tokens_per_s_per_request", "aggregate_tokens_per_s"):
         assert within(inf[key], inf[f"{key}_range"]), key
     assert inf["request_latency_s"] >= inf["time_to_first_token_s"]

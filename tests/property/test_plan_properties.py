@@ -123,6 +123,9 @@ def test_growth_view_grows_with_the_model_and_fits_monotonically(project, headro
         assert rs[0].device_bytes == c.grown_device_bytes and rs[0].fits == c.fits_with_growth is True
         assert rs[0].model_scale == scale
         usable = CATALOG.gpus.rows[c.gpu_id].memory_gib * GIB * (1 - headroom)
+        if project["workload"]["task"] == "inference":  # a serving engine takes its share, no more than the headroom
+            share = project["workload"].get("gpu_memory_utilization") or 0.9  # leaves (vLLM's default: 0.9)
+            usable = CATALOG.gpus.rows[c.gpu_id].memory_gib * GIB * min(1 - headroom, share)
         for lo, hi in zip(rs, rs[1:]):
             # a bigger model never needs less memory, and what fits it fits the smaller one
             assert lo.device_bytes <= hi.device_bytes and lo.parameters < hi.parameters

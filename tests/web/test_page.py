@@ -274,3 +274,27 @@ def test_editing_a_loaded_scenario_leaves_the_saved_one(page: Any, server: str, 
     cell = page.locator("#comparison tr[data-key=memory] td").first.inner_text()
     summary = client.call("POST", "/api/summary", saved)[1]
     assert cell == next(r["value"] for r in summary["rows"] if r["key"] == "memory") != edited
+
+
+def test_the_serving_example_shows_its_latency_percentiles_against_the_objective(page: Any, server: str,
+                                                                                  client: Api) -> None:
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    assert not page.locator("#serving-latency").is_visible()  # a training plan has no latency table
+    page.select_option("#example", "llama3-70b-serving")
+    planned(page, "llama3-70b-serving")
+    table = page.locator("#serving-latency")
+    table.wait_for(state="visible")
+    rows = [[td.inner_text() for td in tr.locator("td").all()] for tr in table.locator("tbody tr").all()]
+    assert [r[0] for r in rows] == ["time to first token", "inter-token latency", "end to end"]
+    status, plan, _ = client.call("POST", "/api/plan", link_project(page.url))
+    assert status == 200, plan
+    inf = plan["candidates"][0]["inference"]
+    for row, key in zip(rows, ("ttft_s", "itl_s", "e2e_s")):
+        p50, p90, p99 = (float(x) for x in row[1:4])
+        assert p50 <= p90 <= p99
+        assert [p50, p90, p99] == pytest.approx([inf[key][q] for q in ("p50", "p90", "p99")], rel=1e-2)
+    # the example's objective is target_latency_s: 30 s end to end at p90; the other two have none
+    assert rows[2][4] == "30 at p90"
+    assert rows[0][4] == rows[1][4] == "none"
+    assert "p50" in table.inner_text() and "p99" in table.inner_text()

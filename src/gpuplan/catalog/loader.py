@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -21,6 +21,8 @@ from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Ove
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
 from gpuplan.schema.speed import GenerationEfficiency, SpeedModel, SpeedParams
+
+M = TypeVar("M", bound=BaseModel)
 
 SCHEMA_VERSIONS = (1,)
 
@@ -165,6 +167,12 @@ def load_speed_model() -> SpeedModel:
         except ValidationError as exc:
             raise _row_error(path, row, i, exc) from None
         gens[g.id] = g
+    params, sources = param_rows(data, path, SpeedParams)
+    return SpeedModel(generations=gens, params=params, sources=sources)
+
+
+def param_rows(data: dict[str, Any], path: str, model: type[M]) -> tuple[M, dict[str, str]]:
+    """The `[[param]]` rows of a data file (id, value, source, as_of each) as one `model`, and each value's source."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for i, row in enumerate(data.get("param", [])):
@@ -174,11 +182,10 @@ def load_speed_model() -> SpeedModel:
         values[row["id"]] = row["value"]
         sources[row["id"]] = row["source"]
     try:
-        params = SpeedParams(**values)
+        return model(**values), sources
     except ValidationError as exc:
         err = exc.errors()[0]
         raise CatalogError(path, err["msg"], row=".".join(map(str, err["loc"]))) from None
-    return SpeedModel(generations=gens, params=params, sources=sources)
 
 
 @lru_cache(maxsize=1)
@@ -365,7 +372,7 @@ def example_path(name: str) -> Path:
     return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
 
 
-__all__ = ["ModelPreset", "ResolvedModel", "example_names", "example_path", "find_preset",
+__all__ = ["ModelPreset", "param_rows", "ResolvedModel", "example_names", "example_path", "find_preset",
            "load_activation_table", "load_fx", "load_host_support", "load_overheads", "load_presets", "load_project", "load_speed_model",
            "parse_project",
            "resolve_model", "translate_validation_error"]

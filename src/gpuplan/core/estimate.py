@@ -6,6 +6,13 @@ from __future__ import annotations
 
 import datetime
 
+from gpuplan.core.sizing.engine_memory import (
+    admitted_memory,
+    engine_cap,
+    estimate_serving_memory,
+    serving_layout,
+    serving_usable,
+)
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -15,14 +22,19 @@ from gpuplan.errors import InputError
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.project import Hardware, Project, Workload
+from gpuplan.schema.project import Hardware, Layout, Project, Workload
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
+from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import ComputeOut, InferenceSpeed, SpeedModel, TimeEstimate
 from gpuplan.units import GIB
 
+#: workload keys that only mean something when serving (the load, its objectives, the engine's memory share)
+SERVING_ONLY = ("arrival_rate", "users", "think_time_s", "prompt_tokens_std", "output_tokens_std", "slo", "use_case",
+                "gpu_memory_utilization")
 #: workload keys an estimate echoes only for serving, and only for training
 INFERENCE_KEYS = frozenset({"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
-                            "prefill_tokens", "target_latency_s"})
+                            "prefill_tokens", "target_latency_s", "arrival_rate", "arrival", "users", "think_time_s",
+                            "prompt_tokens_std", "output_tokens_std", "slo", "use_case", "gpu_memory_utilization"})
 TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation", "micro_batch_size",
                            "global_batch_size", "sequence_length", "target_length", "gradient_checkpointing", "lora",
                            "tokens", "epochs", "tf32"})
@@ -38,6 +50,11 @@ def check_workload(arch: ModelArch, w: Workload) -> None:
                          f"{arch.model_type}", "false")
     if w.task == "inference" and arch.kind in ("encoder", "vit", "cnn") and w.kv_cache_dtype:
         raise InputError(["workload", "kv_cache_dtype"], f"{arch.model_type} keeps no KV cache")
+    if w.task != "inference":
+        for key in SERVING_ONLY:
+            if getattr(w, key) is not None:
+                raise InputError(["workload", key], f"a serving load or objective; task {w.task} trains",
+                                 "task: inference, or drop the key")
 
 
 def _training(project: Project, arch: ModelArch, params: ParamCount, mem: MemoryEstimate, hw: Hardware,
@@ -65,21 +82,35 @@ def _training(project: Project, arch: ModelArch, params: ParamCount, mem: Memory
 
 
 def _serving(w: Workload, arch: ModelArch, params: ParamCount, mem: MemoryEstimate, hw: Hardware, gpu: Gpu | None,
-             speed: SpeedModel, notes: list[Note]) -> tuple[ComputeOut, InferenceSpeed | None]:
+             speed: SpeedModel, notes: list[Note], serving: ServingData) -> tuple[ComputeOut, InferenceSpeed | None]:
     r = resolve(arch, w)
     fwd = forward_flops(arch, params, r.seq, eager=w.attention == "eager", image_size=r.seq)
     compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
                          flops_total=None)
     if gpu is None:
         return compute, None
-    # memory caps the batch a latency target may grow to: the KV cache per request must fit
-    max_batch = None
-    if mem.breakdown.kv_cache_bytes and r.batch:
-        free = gpu.memory_gib * GIB - (mem.device_bytes - mem.breakdown.kv_cache_bytes)
-        max_batch = max(int(free // (mem.breakdown.kv_cache_bytes / r.batch)), 1)
-    sp = estimate_inference_speed(arch, params, w, hw.layout, hw.gpus, gpu, speed, max_batch=max_batch)
+    # the engine keeps everything but the KV cache; the KV blocks fill the rest of its share of the memory
+    reserved = mem.device_bytes - mem.breakdown.kv_cache_bytes
+    sp = estimate_inference_speed(arch, params, w, hw.layout, hw.gpus, gpu, speed, serving=serving,
+                                  reserved_bytes=reserved)
     notes += sp.notes
     return sp.compute, sp.inference
+
+
+def kv_notes(arch: ModelArch, w: Workload, holds: int | None, inf: InferenceSpeed | None) -> list[Note]:
+    """A warning when the load keeps more requests in flight per replica than the engine's KV cache holds: the
+    engine starts and admits what fits; the rest wait in its queue, as the latency figures count them."""
+    if holds is None or inf is None or inf.replicas < 1:
+        return []
+    per_replica = w.batch_size if inf.load == "batch_size" else inf.concurrency / inf.replicas
+    r = resolve(arch, w)
+    if holds < 1 or per_replica <= holds:
+        return []
+    return [Note(code="kv-cache-full", severity="warning",
+                 message=f"the engine's KV cache holds {holds} request(s) of {r.seq:,} + {w.output_tokens or 256:,} "
+                         f"tokens per replica ({inf.kv_cache_tokens:,} tokens); of the {per_replica:,.0f} in flight "
+                         "the rest wait in its queue, which the latency figures count: more replicas, more tensor "
+                         "parallelism or a GPU with more memory to admit them")]
 
 
 def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:
@@ -98,20 +129,46 @@ def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:
 
 def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *, model_name: str, origin: str,
              source: str | None, as_of: datetime.date | None, speed: SpeedModel, table: ActivationTable,
-             overheads: Overheads, notes: list[Note]) -> EstimateResult:
+             overheads: Overheads, notes: list[Note], serving: ServingData | None = None) -> EstimateResult:
     """Memory, FLOPs and speed of `project` (its model resolved as `arch`) on `hw` with `gpu` (None: memory and
-    FLOPs only). `notes` come first (the catalog's, say)."""
+    FLOPs only). `notes` come first (the catalog's, say). Serving needs `serving` (data/serving.toml): the
+    memory as the engine allocates it, and with no layout given on several GPUs the layout plan would pick."""
     w = project.workload
     check_workload(arch, w)
     params = count_params(arch)
-    mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, overheads)
+    serve = w.task == "inference" and serving is not None
+    if serve and hw.gpus > 1 and hw.layout == Layout() and gpu is not None:
+        assert serving is not None
+        usable = serving_usable(int(gpu.memory_gib * GIB), w, serving.engine, project.constraints.memory_headroom)
+        lay = serving_layout(arch, params, w, hw.gpus, usable, overheads, serving.engine)
+        if lay != hw.layout:
+            hw = Hardware(gpu=hw.gpu, gpus=hw.gpus, layout=lay)
+            notes = [*notes, Note(code="serving-layout", message=f"no layout given: tensor parallel {lay.tp}"
+                                  + (f", pipeline parallel {lay.pp}" if lay.pp > 1 else "")
+                                  + f" on {hw.gpus} GPUs ({hw.gpus // (lay.tp * lay.pp)} replica(s)), the smallest "
+                                  "model-parallel group whose replica fits, as plan picks")]
+    holds = None
+    if serve and gpu is not None:  # the engine's share: the requests its KV cache admits, the rest queue
+        assert serving is not None
+        cap = engine_cap(int(gpu.memory_gib * GIB), w, serving.engine)
+        mem, holds = admitted_memory(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine, cap)
+    elif serve:
+        assert serving is not None
+        mem = estimate_serving_memory(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine)
+    else:
+        mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, overheads)
     notes = [*notes, *mem.notes]
     time = inference = None
     if w.task != "inference":
         compute, time = _training(project, arch, params, mem, hw, gpu, speed, table, notes)
+    elif serving is None:
+        raise InputError(["workload", "task"], "serving estimates need the serving engine's data "
+                         "(gpuplan.catalog.serving.load_serving(), passed as serving=)")
     else:
-        compute, inference = _serving(w, arch, params, mem, hw, gpu, speed, notes)
+        compute, inference = _serving(w, arch, params, mem, hw, gpu, speed, notes, serving)
+        notes += kv_notes(arch, w, holds, inference)
     gpu_bytes = int(gpu.memory_gib * GIB) if gpu else None
+    mem_cap = engine_cap(gpu_bytes, w, serving.engine) if gpu_bytes is not None and serve and serving else gpu_bytes
     return EstimateResult(
         project=project.name,
         model=ModelInfo(name=model_name, origin=origin, model_type=arch.model_type, parameters=params.total,
@@ -119,7 +176,7 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
                         as_of=as_of),
         workload=shown_workload(arch, w),
         hardware=HardwareInfo(gpu=gpu.id if gpu else None, gpus=hw.gpus, layout=mem.layout, gpu_memory_bytes=gpu_bytes),
-        memory=memory_out(mem, gpu_bytes), compute=compute, time=time, inference=inference, notes=notes,
+        memory=memory_out(mem, mem_cap), compute=compute, time=time, inference=inference, notes=notes,
     )
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from gpuplan.core.layout_text import layout_items_text
 from gpuplan.report.strict_json import dumps
 from gpuplan.schema.result import EstimateResult
+from gpuplan.schema.serving import InferenceSpeed, Percentiles
 from gpuplan.units import fmt_gib, fmt_hours
 
 PARTS = [
@@ -51,7 +52,16 @@ def render_text(result: EstimateResult, console: Console) -> None:
     lines = [f"Largest part: {mem.dominant}."]
     if mem.fits is not None and hw.gpu_memory_bytes is not None:
         verdict = "[green]fits[/green]" if mem.fits else "[red]does not fit[/red]"
-        lines.append(f"{hw.gpu}: {fmt_gib(hw.gpu_memory_bytes, 2)} per GPU → {verdict} "
+        engine = why = ""
+        inf = result.inference
+        if inf is not None and inf.max_num_seqs:
+            share = result.workload.get("gpu_memory_utilization")
+            engine = (f", of which the serving engine takes {share:.0%}" if isinstance(share, float)
+                      else ", of which the serving engine takes its gpu_memory_utilization")
+            why = (f": the engine starts and its KV cache holds {inf.kv_cache_requests:,.1f} request(s) "
+                   f"({inf.kv_cache_tokens:,} tokens)" if mem.fits else
+                   ": the weights, workspace and CUDA graphs with one request's KV cache exceed the engine's share")
+        lines.append(f"{hw.gpu}: {fmt_gib(hw.gpu_memory_bytes, 2)} per GPU{engine} → {verdict}{why} "
                      f"(headroom {fmt_gib(mem.headroom_bytes or 0, 2)}).")
     lines += _speed_lines(result)
     for note in result.notes:
@@ -90,15 +100,40 @@ def _speed_lines(result: EstimateResult) -> list[str]:
                    + ".")
         out += [f"· assumed: {a}" for a in t.assumptions]
     if inf is not None:
-        lo, hi = inf.time_to_first_token_s_range
-        dlo, dhi = inf.decode_tokens_per_s_per_request_range
-        out.append(f"Inference: first token after {_fmt(inf.time_to_first_token_s, ' s')} ({_fmt(lo)}–{_fmt(hi)} s); "
-                   f"{_fmt(inf.decode_tokens_per_s_per_request)} tokens/s per request ({_fmt(dlo)}–{_fmt(dhi)}), "
-                   f"{_fmt(inf.aggregate_tokens_per_s)} tokens/s in all; decoding is {inf.decode_bound}-bound.")
-        out.append(f"A request takes {_fmt(inf.request_latency_s, ' s')}; {_fmt(inf.requests_per_s)} requests/s "
-                   f"(prefilling the whole batch at once: {_fmt(inf.batch_prefill_s, ' s')}).")
-        if inf.max_batch_for_target is not None and inf.requests_per_s_at_target is not None:
-            out.append(f"Within {inf.target_latency_s:g} s per request: up to {inf.max_batch_for_target} concurrent "
-                       f"requests, {_fmt(inf.requests_per_s_at_target)} requests/s.")
-        out += [f"· assumed: {a}" for a in inf.assumptions]
+        out += _serving_lines(inf)
+    return out
+
+
+def _pcts(p: Percentiles | None, target: float | None, pct: int) -> str:
+    if p is None:
+        return "-"
+    within = "" if target is None else f" (objective {_fmt(target, ' s')} at p{pct})"
+    return f"{_fmt(p.p50, ' s')} / {_fmt(p.p90, ' s')} / {_fmt(p.p99, ' s')}{within}"
+
+
+def _serving_lines(inf: InferenceSpeed) -> list[str]:
+    """Serving: the latencies at the load (p50 / p90 / p99 against the objectives), throughput, capacity."""
+    lo, hi = inf.time_to_first_token_s_range
+    dlo, dhi = inf.decode_tokens_per_s_per_request_range
+    out = [(f"Inference: first token after {_fmt(inf.time_to_first_token_s, ' s')} ({_fmt(lo)}–{_fmt(hi)} s) on "
+            f"average; {_fmt(inf.decode_tokens_per_s_per_request)} tokens/s per request ({_fmt(dlo)}–{_fmt(dhi)}), "
+            f"{_fmt(inf.aggregate_tokens_per_s)} tokens/s in all; decoding is {inf.decode_bound}-bound."),
+           (f"A request takes {_fmt(inf.request_latency_s, ' s')} on average; {_fmt(inf.requests_per_s)} requests/s "
+            f"with {_fmt(inf.concurrency)} in flight (prefilling the whole batch at once: "
+            f"{_fmt(inf.batch_prefill_s, ' s')}).")]
+    o = inf.objectives
+    if inf.ttft_s is not None and o is not None:
+        out.append("Latency p50 / p90 / p99: first token " + _pcts(inf.ttft_s, o.ttft_s, o.percentile)
+                   + "; per output token " + _pcts(inf.itl_s, o.itl_s, o.percentile)
+                   + "; end to end " + _pcts(inf.e2e_s, o.e2e_s, o.percentile) + ".")
+    if inf.max_batch_for_target is not None and inf.requests_per_s_at_target is not None:
+        out.append(f"Within {inf.target_latency_s:g} s per request: up to {inf.max_batch_for_target} concurrent "
+                   f"requests, {_fmt(inf.requests_per_s_at_target)} requests/s.")
+    if inf.capacity_requests_per_s is not None:
+        met = "" if inf.objectives_met is None else (" The objectives hold at this load." if inf.objectives_met
+                                                      else " The objectives do not hold at this load.")
+        out.append(f"Capacity: {_fmt(inf.capacity_requests_per_s)} requests/s on {inf.replicas} replica(s) "
+                   f"(bound: {inf.capacity_bound}); the load needs {inf.replicas_needed} replica(s) with headroom; "
+                   f"KV cache {inf.kv_cache_occupancy:.0%} used of {inf.kv_cache_tokens:,} tokens." + met)
+    out += [f"· assumed: {a}" for a in inf.assumptions]
     return out

@@ -1,9 +1,13 @@
-"""What the serving model returns (gpuplan.core.sizing.serving): latency, throughput and capacity of a
-replica serving requests. Times are seconds."""
+"""What the serving model returns (gpuplan.core.sizing.serving) and the serving engine's facts it works from
+(data/serving.toml): latency percentiles, throughput and capacity of replicas of a continuous-batching engine.
+Times are seconds."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Frozen(BaseModel):
@@ -14,26 +18,157 @@ class _Frozen(BaseModel):
 Span = tuple[float, float]
 
 
+class Percentiles(_Frozen):
+    """A latency at the 50th, 90th and 99th percentile of requests (p50 <= p90 <= p99)."""
+
+    p50: float
+    p90: float
+    p99: float
+
+
+class Objectives(_Frozen):
+    """The serving objectives a capacity is computed against: each a time `percentile` % of requests stay within
+    (None: not constrained), and where they came from (the project's slo, target_latency_s or use case)."""
+
+    ttft_s: float | None = None
+    itl_s: float | None = None
+    e2e_s: float | None = None
+    percentile: int = 90
+    origin: str = "none"
+
+
 class InferenceSpeed(_Frozen):
+    #: mean time to first token (arrival to first output token, queueing included)
     time_to_first_token_s: float
     time_to_first_token_s_range: Span
+    #: one request's decoding speed: 1 / its mean inter-token latency
     decode_tokens_per_s_per_request: float
     decode_tokens_per_s_per_request_range: Span
+    #: output tokens per second of every replica together: requests_per_s x mean output tokens
     aggregate_tokens_per_s: float
     aggregate_tokens_per_s_range: Span
     #: prefilling every prompt of the batch at once (Hugging Face generate() with all prompts together)
     batch_prefill_s: float
-    #: one request from its arrival to its last token, with the batch decoding alongside
+    #: mean end-to-end time of a request, arrival to last token (queueing and the other requests' prefills in)
     request_latency_s: float
-    #: steady state: each request takes its own prefill and a share of the batch's decoding steps
+    #: requests per second served, every replica together (the load the figures are at)
     requests_per_s: float
     #: what bounds a decoding step: "memory-bandwidth" or "compute"
     decode_bound: str
-    #: workload.target_latency_s, the largest batch whose requests meet it, and the requests/s there
+    #: workload.target_latency_s, the largest concurrency per replica that meets it, and the requests/s there
     target_latency_s: float | None = None
     max_batch_for_target: int | None = None
     requests_per_s_at_target: float | None = None
+    #: latency percentiles at the load: time to first token, inter-token latency (a request's mean time per
+    #: output token after the first, vLLM's TPOT) and end-to-end time
+    ttft_s: Percentiles | None = None
+    itl_s: Percentiles | None = None
+    e2e_s: Percentiles | None = None
+    #: mean requests in flight (queued, prefilling or decoding), every replica together: requests_per_s x e2e
+    concurrency: float = 0.0
+    #: where the load came from: "arrival_rate", "users" or "batch_size" (a fixed concurrency per replica)
+    load: str = "batch_size"
+    replicas: int = 1
+    #: the highest arrival rate every replica together sustains within the objectives (None: not serving
+    #: text), and per replica
+    capacity_requests_per_s: float | None = None
+    capacity_requests_per_s_per_replica: float | None = None
+    #: what bounds the capacity: an objective ("ttft", "itl", "e2e"), or "kv-cache", "max-num-seqs", "compute"
+    capacity_bound: str | None = None
+    #: replicas of this layout the project's load needs within the objectives, with the load headroom
+    replicas_needed: int | None = None
+    objectives: Objectives | None = None
+    #: whether the objectives hold at the load (None: no objectives)
+    objectives_met: bool | None = None
+    #: the engine's state at the load, per replica: mean decoding requests per step, step time, the KV cache
+    #: blocks in use over those allocated, the tokens the KV cache holds
+    decode_batch: float = 0.0
+    step_s: float = 0.0
+    kv_cache_occupancy: float = 0.0
+    kv_cache_tokens: int = 0
+    #: the requests of the workload's mean lengths (prompt + output) the KV cache holds at once, per replica
+    kv_cache_requests: float = 0.0
+    #: the engine settings the figures assume (vLLM's defaults unless the project sets them)
+    max_num_batched_tokens: int = 0
+    max_num_seqs: int = 0
     assumptions: list[str]
 
 
-__all__ = ["InferenceSpeed", "Span"]
+# --- data/serving.toml ----------------------------------------------------------------------------------------
+
+class EngineDefaults(_Frozen):
+    """A serving engine's defaults (vLLM's unless noted), by id in data/serving.toml's [[param]] rows."""
+
+    #: --gpu-memory-utilization: the fraction of each GPU's memory the engine takes (weights, activations,
+    #: CUDA graphs, then KV blocks fill the rest)
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    #: tokens per KV cache block (--block-size)
+    block_size_tokens: int = Field(gt=0)
+    #: --max-num-batched-tokens and --max-num-seqs of the OpenAI server on GPUs of at least
+    #: `large_gpu_min_gib` (A100 excepted), and on the others
+    max_num_batched_tokens_large: int = Field(gt=0)
+    max_num_batched_tokens_small: int = Field(gt=0)
+    max_num_seqs_large: int = Field(gt=0)
+    max_num_seqs_small: int = Field(gt=0)
+    large_gpu_min_gib: float = Field(gt=0)
+    #: memory the captured CUDA graphs take per GPU, GiB
+    cuda_graph_gib: float = Field(ge=0)
+    #: the load headroom replicas are sized with: the load x (1 + this)
+    load_headroom: float = Field(ge=0, le=10)
+    #: without any objective, a replica is loaded to at most this fraction of the rate it saturates at
+    max_utilization: float = Field(gt=0, lt=1)
+    #: seconds each kernel of a decoding step takes at the least when the engine replays it from a CUDA graph
+    #: (launch gap and the floor of a tiny kernel), in place of the eager launch cost training pays
+    decode_kernel_s: float = Field(gt=0, lt=1e-3)
+    #: the decode-attention kernels read the KV cache at this fraction of the bandwidth the weights are read at
+    attention_bandwidth_ratio: float = Field(gt=0, le=1.5)
+
+
+class AllReduceCost(_Frozen):
+    """A tensor-parallel all-reduce of a decoding step's activations, measured: fixed latency and seconds per
+    byte, by group size (2, 4, 8), on one kind of link."""
+
+    id: Literal["nvlink", "pcie"]
+    latency_s: dict[str, float]
+    s_per_byte: dict[str, float]
+    #: NCCL's ring: its fixed latency (the bandwidth term comes from the link)
+    nccl_latency_s: float = Field(ge=0)
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+
+    @model_validator(mode="after")
+    def _sizes(self) -> AllReduceCost:
+        if set(self.latency_s) != set(self.s_per_byte) or not self.latency_s:
+            raise ValueError("latency_s and s_per_byte need the same group sizes")
+        if any(not k.isdigit() or int(k) < 2 for k in self.latency_s):
+            raise ValueError("group sizes are integers of at least 2")
+        if any(v < 0 for v in (*self.latency_s.values(), *self.s_per_byte.values())):
+            raise ValueError("latencies and seconds per byte are not negative")
+        return self
+
+
+class UseCaseTemplate(_Frozen):
+    """Typical lengths and objectives of a kind of service, each with its source."""
+
+    id: Literal["chat", "rag", "code-completion", "summarization", "batch"]
+    prompt_tokens: int = Field(gt=0)
+    output_tokens: int = Field(gt=0)
+    ttft_s: float = Field(gt=0)
+    itl_s: float = Field(gt=0)
+    e2e_s: float = Field(gt=0)
+    percentile: Literal[50, 90, 95, 99]
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+
+
+class ServingData(_Frozen):
+    """data/serving.toml: the engine's defaults, the all-reduce costs by link, the use-case templates."""
+
+    engine: EngineDefaults
+    allreduce: dict[str, AllReduceCost]
+    use_cases: dict[str, UseCaseTemplate]
+    sources: dict[str, str]
+
+
+__all__ = ["AllReduceCost", "EngineDefaults", "InferenceSpeed", "Objectives", "Percentiles", "ServingData", "Span",
+           "UseCaseTemplate"]

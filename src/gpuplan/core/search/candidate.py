@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
+from gpuplan.core.sizing.engine_memory import admitted_memory, engine_cap, serving_start_bytes
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.speed import (
@@ -29,6 +30,7 @@ from gpuplan.schema.plan import (
     ServerSpec,
 )
 from gpuplan.schema.project import Project
+from gpuplan.schema.serving import EngineDefaults
 from gpuplan.schema.speed import SpeedModel, SpeedResult
 from gpuplan.units import GIB, HOURS_PER_MONTH
 
@@ -56,6 +58,8 @@ class Context:
     evidence: dict[str, Evidence]
     #: the plan's currency (the budget's): reasons state money in it, converted with usd_to_budget
     currency: str = "USD"
+    #: the serving engine's defaults (data/serving.toml): serving memory as the engine allocates it
+    engine: EngineDefaults | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -141,10 +145,20 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             return None
     else:
         latency = metric
+        inf = inference.inference if inference is not None else None
+        if inf is not None and inf.objectives_met is False and inf.objectives is not None:
+            o = inf.objectives
+            got = {"ttft": inf.ttft_s, "itl": inf.itl_s, "e2e": inf.e2e_s}
+            parts = [f"{k} {getattr(got[k], 'p99' if o.percentile == 99 else ('p50' if o.percentile == 50 else 'p90')):,.3g}"
+                     f" s against {v:g} s" for k, v in (("ttft", o.ttft_s), ("itl", o.itl_s), ("e2e", o.e2e_s))
+                     if v is not None and got[k] is not None]
+            _reject(rejected, gpu, ps, servers, "latency", f"misses the objectives at p{o.percentile}: "
+                    + "; ".join(parts))
+            return None
         target = proj.workload.target_latency_s
-        if target and metric > target:
+        if target and metric > target:  # the mean alone (at the slow end for uncalibrated GPUs) is over it
             _reject(rejected, gpu, ps, servers, "latency", f"misses the latency target: {metric:,.1f} s per request "
-                    f"against {target:g} s")
+                    f"on average against {target:g} s")
             return None
     why = over_budget(cost, basis, proj.goals.budget, horizon, ctx.usd_to_budget, training)
     if why is not None:
@@ -161,7 +175,12 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     """The full Candidate of a kept pick: its memory breakdown, its speed with ranges, and the reasons."""
     c, gpu = k.config, k.gpu
     lay, w = c.layout, c.workload
-    mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads)
+    start = None
+    if ctx.engine is not None and not ctx.training:  # what the engine holds at the load within its usable share
+        mem = admitted_memory(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine, k.usable)[0]
+        start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
+    else:
+        mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads)
     time = None
     if ctx.training:
         assert k.work is not None and k.step is not None
@@ -170,10 +189,16 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
                                  gradient_checkpointing=w.gradient_checkpointing, micro_batch_size=w.micro_batch_size,
                                  global_batch_size=w.global_batch_size or 0)
     else:
-        layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, replicas=c.n // lay.tp,
+        layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, replicas=c.n // (lay.tp * lay.pp),
                                  batch_per_replica=w.batch_size)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
+    inf = k.inference.inference if k.inference is not None else None
+    if inf is not None and k.cost_usd is not None and inf.aggregate_tokens_per_s > 0:
+        tokens = inf.aggregate_tokens_per_s * 3600 * HOURS_PER_MONTH * ctx.project.growth.horizon_months
+        reasons.append(f"{k.cost_usd / tokens * 1e6:,.3f} USD per million output tokens at {inf.requests_per_s:,.2f} "
+                       f"requests/s over {ctx.project.growth.horizon_months} months; {inf.replicas} replica(s), "
+                       f"{inf.capacity_requests_per_s or 0:,.2f} requests/s within the objectives")
     ev = ctx.evidence.get(gpu.id)
     if ev is not None and not ev.adequate:
         reasons.insert(0, f"evidence: {ev.reasons[-1]} ({'; '.join(ev.reasons[:-1])})")
@@ -183,8 +208,9 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
-        memory=memory_out(mem, k.cap), time=time, inference=k.inference.inference if k.inference else None,
-        server=k.server, fits=mem.device_bytes <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
+        memory=memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training
+                          else k.cap), time=time, inference=k.inference.inference if k.inference else None,
+        server=k.server, fits=(mem.device_bytes if start is None else start) <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
         price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis,  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick
 from gpuplan.core.search.growth import growth_rows, leanest
 from gpuplan.core.search.ranking import rank, same_cost_usd
+from gpuplan.core.search.serving_shapes import serve_more
 from gpuplan.core.search.shapes import (
     PER_SERVER,
     SERVER_COUNTS,
@@ -30,6 +31,7 @@ from gpuplan.core.search.shapes import (
     proxy,
     training_configs,
 )
+from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_usable
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -60,6 +62,7 @@ from gpuplan.schema.plan import (
     ServerSpec,
 )
 from gpuplan.schema.project import LoraSpec, Project
+from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import SpeedModel
 from gpuplan.units import GIB
 
@@ -90,6 +93,8 @@ class SearchInputs:
     clock: Callable[[], float] = lambda: 0.0
     #: how well each GPU's speed and price are known (core/search/evidence.py); none: every GPU counts as adequate
     evidence: dict[str, Evidence] = field(default_factory=dict)
+    #: the serving engine's facts (data/serving.toml); serving searches need them
+    serving: ServingData | None = None
 
 
 class SearchOutput(NamedTuple):
@@ -145,7 +150,8 @@ class _Search:
                            usd_to_budget=inp.usd_to_budget, rent_per_gpu_hour=inp.rent_per_gpu_hour,
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
-                           dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency)
+                           dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
+                           engine=inp.serving.engine if inp.serving is not None and not self.training else None)
         self.configs: dict[tuple[int, int], list[Config]] = {}
         self.smallest: dict[tuple[int, int], int | None] = {}
         self.terms_cache: dict[tuple[object, ...], object] = {}
@@ -161,6 +167,9 @@ class _Search:
         self.tried: dict[str, list[tuple[int, int]]] = {}
         self.kept_gpus: set[str] = set()
         self.rejected_gpus: set[str] = set()
+        #: serving: the servers of each (GPU, GPUs per server) the load needs, found while timing one server
+        self.want_servers: dict[tuple[str, int], int] = {}
+        self.engine = inp.serving.engine if inp.serving is not None and not self.training else None
 
     # ------------------------------------------------------------------------------------------ memory
     def configs_for(self, n: int, per_server: int) -> list[Config]:
@@ -170,7 +179,7 @@ class _Search:
             cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
                                    self.terms_cache)
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
-                                                          inp.overheads))
+                                                          inp.overheads, self.engine))
             self.evaluated += len(cs)
             self.configs[key] = sorted(cs, key=proxy)
         return self.configs[key]
@@ -188,11 +197,12 @@ class _Search:
             self.grown_models[factor] = (a, count_params(a))
         return self.grown_models[factor]
 
-    def grown_device(self, c: Config, factor: float = 1.0) -> int:
-        """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size."""
-        if factor == 1.0 and not self.grows:
+    def grown_device(self, c: Config, factor: float = 1.0, usable: int = 0) -> int:
+        """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size;
+        serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
+        if factor == 1.0 and not self.grows and self.training:
             return c.device_bytes  # nothing grows: the layout's own memory
-        key = (c.key, factor)
+        key = (c.key, factor, usable)
         if key not in self.grown_dev:
             a, pa = self.grown_model(factor)
             lay = c.layout
@@ -207,10 +217,15 @@ class _Search:
                 self.grown_dev[key] = terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)
             else:
                 gw = c.workload.model_copy(update={
-                    "batch_size": max(math.ceil(self.w_grown.batch_size / (c.n // lay.tp)), 1),
+                    "batch_size": max(math.ceil(self.w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1),
                     "context_length": self.w_grown.context_length})
-                self.grown_dev[key] = estimate_memory(a, pa, gw, lay, lay.tp, self.inp.table,
-                                                      self.inp.overheads).device_bytes
+                mp = lay.tp * lay.pp
+                if self.engine is not None:
+                    m = admitted_memory(a, pa, gw, lay, mp, self.inp.overheads, self.engine, usable)[0]
+                    self.grown_dev[key] = max(m.device_bytes, m.load_device_bytes)
+                else:
+                    self.grown_dev[key] = estimate_memory(a, pa, gw, lay, mp, self.inp.table,
+                                                          self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
     # ------------------------------------------------------------------------------------------ one shape
@@ -225,9 +240,17 @@ class _Search:
                                                    inp.table, self.ctx.trainable)
             st = step_time(work, gpu, inp.speed, total_tokens=self.ctx.total_tokens, gpus_per_node=ps)
             return (st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600), work, st
-        r = estimate_inference_speed(self.arch, self.p, c.workload, c.layout, c.n, gpu, inp.speed, gpus_per_node=ps)
+        mem = estimate_serving_memory(self.arch, self.p, c.workload, c.layout, c.layout.tp * c.layout.pp, inp.overheads,
+                                      self.engine) if self.engine is not None else None
+        reserved = None if mem is None else mem.device_bytes - mem.breakdown.kv_cache_bytes
+        r = estimate_inference_speed(self.arch, self.p, c.workload, c.layout, c.n, gpu, inp.speed, gpus_per_node=ps,
+                                     serving=inp.serving, reserved_bytes=reserved)
         assert r.inference is not None
         return r.inference.request_latency_s, None, r
+
+    def gpus_needed(self, c: Config, result: object) -> float:  # serving: the GPUs the load needs on this layout
+        inf = None if self.training else result.inference  # type: ignore[attr-defined]
+        return 0.0 if inf is None else (inf.replicas_needed or math.inf) * c.layout.tp * c.layout.pp
 
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
@@ -240,26 +263,43 @@ class _Search:
                 best_fail[:] = [(smallest, ps, servers)]
             return "no-fit"
         head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
-        grown_ok = [c for c in head if self.grown_device(c) <= usable]
+        grown_ok = [c for c in head if self.grown_device(c, 1.0, usable) <= usable]
         if not grown_ok:
-            g0 = min(self.grown_device(c) for c in head)
+            g0 = min(self.grown_device(c, 1.0, usable) for c in head)
             self.reject(gpu, ps, servers, "no-fit-after-growth", f"fits today, not after the planned growth: "
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
-        best: tuple[float, Config, object, object] | None = None
+        best: tuple[tuple[float, float], float, Config, object, object] | None = None
         for c in grown_ok[:TIMED_PER_SHAPE]:
             metric, work, result = self.time_config(c, gpu, ps)
-            if best is None or metric < best[0]:
-                best = (metric, c, work, result)
+            rank = (self.gpus_needed(c, result), metric)  # serving: fewest GPUs for the load, then latency
+            if best is None or rank < best[0]:
+                best = (rank, metric, c, work, result)
         assert best is not None
-        metric, c, work, result = best
+        _, metric, c, work, result = best
         if self.inp.speed.generations[gpu.generation].basis == "prior":
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
+        if not self.training:
+            inf = result.inference  # type: ignore[attr-defined]
+            mp = c.layout.tp * c.layout.pp
+            have = n // mp
+            if inf is not None and inf.replicas_needed is None and inf.capacity_requests_per_s is not None:
+                self.reject(gpu, ps, servers, "latency", f"no number of these replicas serves the load within the "
+                            f"objectives: one (its KV cache holds {inf.kv_cache_requests:,.1f} request(s)) sustains "
+                            "no load within them")
+                return "other"
+            if inf is not None and inf.replicas_needed is not None and inf.replicas_needed > have:
+                self.want_servers[(gpu.id, ps)] = math.ceil(inf.replicas_needed * mp / ps)
+                self.reject(gpu, ps, servers, "latency", f"{have} replica(s) serve "
+                            f"{inf.capacity_requests_per_s or 0:,.2f} requests/s within the objectives; the load "
+                            f"needs {inf.replicas_needed} (with {self.inp.serving.engine.load_headroom:.0%} "  # type: ignore[union-attr]
+                            "headroom)")
+                return "deadline"
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
         k = pick(self.ctx, gpu, ps, servers, c, work if self.training else None,  # type: ignore[arg-type]
                  result if self.training else None, None if self.training else result,  # type: ignore[arg-type]
-                 metric, self.grown_device(c), cap, usable, self.rejected)
+                 metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected)
         if k is not None:
             self.picks.append(k)
             self.kept_gpus.add(gpu.id)
@@ -283,6 +323,8 @@ class _Search:
                         "cards")
             return
         usable = int(int(gpu.memory_gib * GIB) * (1 - self.headroom))
+        if self.engine is not None:  # the engine takes gpu_memory_utilization of the GPU (itself a headroom)
+            usable = serving_usable(int(gpu.memory_gib * GIB), self.w, self.engine, self.headroom)
         self.usable_of[gpu.id] = usable
         shapes = [(ps, 1) for ps in PER_SERVER if ps <= max_ps]
         if max_ps >= 72:
@@ -296,6 +338,10 @@ class _Search:
         status = "other"
         for ps, servers in shapes:
             status = self.evaluate(gpu, ps, servers, usable, best_fail)
+        if not self.training:
+            more = []
+            serve_more(gpu.id, top, max_servers, status, self.want_servers, set(self.tried.get(gpu.id, [])),
+                       lambda: gpu.id in self.kept_gpus, lambda ps, n: self.evaluate(gpu, ps, n, usable, best_fail))
         extra = 1 if self.objective == "time" else 0
         for ps, servers in more:
             if gpu.id in self.kept_gpus:
@@ -320,7 +366,8 @@ class _Search:
                     lean[(ps, s)] = leanest(self.configs_for(ps * s, ps))
             shapes_tried = [(ps * s, lean[(ps, s)]) for ps, s in self.tried[k.gpu_id]]
             growth += growth_rows(k, k.config, self.usable_of[k.gpu_id], shapes_tried, self.model_scale,
-                                  lambda f: self.grown_model(f)[1].total, self.grown_device)
+                                  lambda f: self.grown_model(f)[1].total,
+                                  lambda c, f, u=self.usable_of[k.gpu_id]: self.grown_device(c, f, u))
         return growth
 
 
@@ -339,7 +386,8 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top
         picks.append(k)
     growth = s.growth_view(picks, growth_top)
     shown = [materialize(s.ctx, k) for k in (picks[:top] if top else picks)]
-    priced = [k.cost_usd for k in picks if k.cost_usd is not None]
+    ref = [k for k in picks if k.adequate] or picks  # what the ranking's buckets count from (ranking.rank)
+    priced = [k.cost_usd for k in ref if k.cost_usd is not None]
     stats = PlanStats(candidates_evaluated=s.evaluated + s.timed, search_seconds=inp.clock() - t0,
                       gpu_types=len(s.gpus), same_cost_usd=same_cost, candidates_kept=len(picks),
                       cheapest_cost_usd=min(priced) if priced else None)

@@ -126,9 +126,13 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     whatever their score."""
     if not cands:
         return []
-    priced = [c.cost_usd for c in cands if c.cost_usd is not None]
+    first = adequate or (lambda c: True)
+    # the cheapest and the fastest are those of the candidates that can win: an unproven GPU (which ranks after
+    # every adequate one) does not move the buckets of the others
+    ref = [c for c in cands if first(c)] or list(cands)
+    priced = [c.cost_usd for c in ref if c.cost_usd is not None]
     p_min = min(priced) if priced else 1.0
-    t_min = min(_time(c) for c in cands) or 1e-9
+    t_min = min(_time(c) for c in ref) or 1e-9
     front = pareto_front([c.cost_usd or math.inf for c in cands], [_time(c) for c in cands])
     out = []
     for c, on_front in zip(cands, front):
@@ -139,23 +143,24 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
             base = p_min + same_cost
             bucket = math.floor(math.log(max(price, base) / base) / math.log(SAME)) if math.isfinite(price) else UNPRICED
             n = c.gpus_per_server * c.servers
-            score = bucket + 1e-2 * math.log2(n) + (1e-4 * t / t_min if math.isfinite(t / t_min) else 1e-4 * UNPRICED)
+            score = bucket + 1e-2 * math.log2(n) + (1e-4 * max(t / t_min, 1.0) if math.isfinite(t / t_min)
+                                                    else 1e-4 * UNPRICED)
         elif objective == "time":
             # times within 10% are the same time: then the cheaper (a faster candidate that costs more is
             # still listed, and on the Pareto front)
-            bucket = math.floor(math.log(t / t_min) / math.log(SAME)) if math.isfinite(t) and math.isfinite(t_min) \
+            bucket = math.floor(math.log(max(t, t_min) / t_min) / math.log(SAME)) if math.isfinite(t) and math.isfinite(t_min) \
                 else UNPRICED
-            score = bucket + (0.5 * (1 - p_min / price) if math.isfinite(price) else 0.5)
+            score = bucket + (0.5 * max(1 - p_min / price, 0.0) if math.isfinite(price) else 0.5)
         else:  # balanced: the geometric mean of the two ratios, within 10% the same (the estimates are not finer):
             # then fewer GPUs, the simpler machine; without a price, after every priced one, by time
             if math.isfinite(price):
-                mean = math.sqrt((price / p_min) * (t / t_min))
+                # an unproven candidate (ranked after the others anyway) may beat the reference: ratios from 1
+                mean = math.sqrt(max(price / p_min, 1.0) * max(t / t_min, 1.0))
                 n = c.gpus_per_server * c.servers
                 score = math.floor(math.log(mean) / math.log(SAME)) + 1e-2 * math.log2(n) + 1e-4 * mean
             else:
                 score = UNPRICED + _rel(t, t_min)
         out.append((c, score, on_front))
-    first = adequate or (lambda c: True)
     return sorted(out, key=lambda r: (not first(r[0]), r[1], r[0].cost_usd if r[0].cost_usd is not None else math.inf,
                                       _time(r[0])))
 

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gpuplan.core.sizing.engine_memory import serving_start_bytes
 from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.catalog import Catalog
@@ -22,6 +23,7 @@ from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Rejected
 from gpuplan.schema.project import Layout, Project, Workload
+from gpuplan.schema.serving import EngineDefaults
 
 SERVER_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 PER_SERVER = (1, 2, 4, 8)
@@ -116,18 +118,27 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
 
 
 def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int,
-                      table: ActivationTable, oh: Overheads) -> list[Config]:
+                      table: ActivationTable, oh: Overheads, engine: EngineDefaults | None = None) -> list[Config]:
+    """Every tensor-parallel degree (a power of two inside a server) on n GPUs, the rest replicas, each holding
+    its share of batch_size; memory as the serving engine allocates it when `engine` is given: what it needs to
+    start and hold one request (core/sizing/engine_memory.py), as a load beyond its KV cache queues rather than
+    failing, and the latency and capacity objectives judge it."""
     out: list[Config] = []
-    for tp in pow2_upto(min(per_server, 8)):
-        if n % tp or (tp > 1 and arch.num_heads % tp):
-            continue
-        replicas = n // tp
-        batch = max(math.ceil(w.batch_size / replicas), 1)
-        lay = Layout(tp=tp)
-        c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
-                   global_batch=0, device_bytes=0)
-        c.device_bytes = estimate_memory(arch, p, c.workload, lay, tp, table, oh).device_bytes
-        out.append(c)
+    tps = [tp for tp in pow2_upto(min(per_server, 8)) if not n % tp and (tp == 1 or not arch.num_heads % tp)]
+    layers = arch.num_layers + arch.num_decoder_layers
+    for tp in tps:
+        # pipeline stages only at the largest tensor-parallel degree, across servers (a replica too big for one)
+        for pp in (1, 2, 4, 8) if tp == tps[-1] and arch.kind == "decoder" else (1,):
+            if n % (tp * pp) or (pp > 1 and (layers < 2 * pp or tp * pp <= per_server)):
+                continue
+            replicas = n // (tp * pp)
+            batch = max(math.ceil(w.batch_size / replicas), 1)
+            lay = Layout(tp=tp, pp=pp)
+            c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
+                       global_batch=0, device_bytes=0)
+            c.device_bytes = (serving_start_bytes(arch, p, c.workload, lay, tp * pp, oh, engine) if engine is not None
+                              else estimate_memory(arch, p, c.workload, lay, tp * pp, table, oh).device_bytes)
+            out.append(c)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpuplan.core.sizing.engine_memory import estimate_serving_memory, one_request
 from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.project import grow_arch
@@ -12,6 +13,7 @@ from gpuplan.schema.estimate import ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import FitLimit
 from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.serving import EngineDefaults
 
 MAX_BATCH = 1 << 16
 MAX_TOKENS = 1 << 22  # 4M tokens
@@ -36,12 +38,18 @@ def _largest_int(fits: Callable[[int], bool], hi: int) -> int | None:
 
 
 def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int, table: ActivationTable,
-               oh: Overheads) -> list[FitLimit]:
+               oh: Overheads, engine: EngineDefaults | None = None) -> list[FitLimit]:
+    """Serving with `engine` (data/serving.toml): memory as the engine allocates it (KV blocks of prompt and output,
+    the prefill workspace at its token budget, CUDA graphs); `usable` is then the engine's share of the GPU. The
+    largest batch_size is then the requests its KV cache holds at once; the largest context and model are those
+    the engine starts with (one request: it queues what its KV cache cannot hold)."""
     training = w.task != "inference"
     out: list[FitLimit] = []
     mem_gpus = gpus if training else lay.tp * lay.pp
 
     def dev(a: ModelArch, ww: Workload) -> int:
+        if engine is not None and not training:
+            return estimate_serving_memory(a, count_params(a), ww, lay, mem_gpus, oh, engine).device_bytes
         return estimate_memory(a, count_params(a), ww, lay, mem_gpus, table, oh).device_bytes
 
     for ckpt in ((False, True) if training and arch.kind != "cnn" else (None,)):
@@ -51,6 +59,8 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
         best = _largest_int(lambda k: dev(arch, base.model_copy(update={setting: k, "global_batch_size": None}))
                             <= usable, MAX_BATCH)
         out.append(FitLimit(setting=setting, gradient_checkpointing=ckpt, largest=best))
+        if engine is not None and not training:
+            base = one_request(base)
         if arch.kind not in ("vit", "cnn"):
             key = "sequence_length" if training else "context_length"
             best = _largest_int(lambda k: dev(arch, base.model_copy(update={key: k})) <= usable, MAX_TOKENS)

@@ -1,173 +1,327 @@
-"""Serving speed: time to first token, decoding throughput and request latency of concurrent requests on
-tensor-parallel replicas (see gpuplan.core.sizing.speed for the model's summary)."""
+"""Serving speed: a continuous-batching engine (core/sizing/batching.py) on tensor/pipeline-parallel replicas
+under the project's load, with latency percentiles (core/sizing/queueing.py), the capacity within the objectives
+and the replicas the load needs. Pure; the engine's facts come in as `serving` (data/serving.toml)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.queueing import Latency, Targets, capacity, closed_rate, latency
 from gpuplan.core.sizing.rates import (
     GB,
-    _allreduce_s,
     _base_efficiency,
     _calibration_notes,
     _node_gpus,
     _span,
     link_gbs,
-    matmul_efficiency,
     peak_flops,
 )
+from gpuplan.core.sizing.serving_memory import prefill_budget, request_tokens
+from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
-from gpuplan.schema.speed import ComputeOut, InferenceSpeed, SpeedModel, SpeedResult
+from gpuplan.schema.serving import InferenceSpeed, Objectives, Percentiles, ServingData
+from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult
+from gpuplan.units import GIB
+
+
+def _weights_read(arch: ModelArch, p: ParamCount, dtype: str) -> tuple[float, float]:
+    """(bytes of weights a step reads, of which MoE expert weights), for the whole model."""
+    wb = WEIGHT_BYTES[dtype]
+    if wb < 2:  # quantized blocks; embeddings, head and norms stay in 16 bits
+        dense = p.block_linear_weights * wb + (p.total - p.block_linear_weights) * 2 - p.embedding * 2
+    else:
+        dense = (p.total - p.embedding) * wb
+    if arch.tie_word_embeddings and arch.kind == "decoder":  # the tied head is read every step
+        dense += arch.vocab_size * arch.hidden_size * min(wb, 2)
+    experts = 0.0
+    if arch.moe is not None:
+        m = arch.moe
+        experts = 3 * arch.hidden_size * m.expert_intermediate_size * m.moe_layers * wb
+    return dense, experts
+
+
+def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
+              serving: ServingData, node: int) -> StepCost:
+    """The cost of one engine step of `arch` on one replica of `lay` (one pipeline stage's share per GPU)."""
+    prm, gen = sm.params, sm.generations[gpu.generation]
+    dtype = w.weights_dtype or "bf16"
+    prec = "fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16")
+    tp, pp = lay.tp, lay.pp
+    mp = tp * pp
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec)
+    dense, experts = _weights_read(arch, p, dtype)
+    kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
+    ctx = max(int(resolve(arch, w).seq + (w.output_tokens or 256) / 2), 1)
+    kv_token = kv_cache_bytes(arch, 1, ctx, kv_b) / ctx / min(tp, max(arch.num_kv_heads, 1)) / pp
+    layers = arch.num_layers + arch.num_decoder_layers
+    flop_token = 2 * (p.active - p.embedding) / mp
+    ar = all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None
+    hop_bw = link_gbs(gpu, sm, 2, node) * GB if pp > 1 else 1.0
+    return StepCost(
+        weights_s=(dense + experts) / mp / bw, experts_s=experts / mp / bw,
+        num_experts=arch.moe.num_experts if arch.moe else 0,
+        experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
+        kv_s_per_token=kv_token / (bw * serving.engine.attention_bandwidth_ratio), decode_flop_s=flop_token / peak,
+        prefill_flop_s=flop_token / (peak * prm.prefill_factor),
+        attn_s_per_pair=4 * arch.q_dim * arch.num_layers / mp / (peak * prm.attention_factor),
+        fixed_s=layers / pp * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
+        allreduces=2 * layers // pp if tp > 1 else 0, allreduce_bytes_per_token=arch.hidden_size * 2.0, allreduce=ar,
+        pp=pp, hop_s=serving.allreduce["nvlink" if gpu.interconnect.kind != "none" else "pcie"].nccl_latency_s,
+        hop_s_per_token=arch.hidden_size * 2.0 / hop_bw)
+
+
+def objectives(w: Workload, serving: ServingData) -> Objectives:
+    """The objectives: workload.slo, else the use case's; target_latency_s is an end-to-end objective."""
+    case = serving.use_cases.get(w.use_case) if w.use_case else None
+    slo = w.slo
+    ttft = slo.ttft_s if slo and slo.ttft_s else (case.ttft_s if case else None)
+    itl = slo.itl_s if slo and slo.itl_s else (case.itl_s if case else None)
+    e2e = slo.e2e_s if slo and slo.e2e_s else (w.target_latency_s or (case.e2e_s if case else None))
+    pct = slo.percentile if slo else (case.percentile if case else 90)
+    origin = "slo" if slo else ("use_case" if case else ("target_latency_s" if w.target_latency_s else "none"))
+    return Objectives(ttft_s=ttft, itl_s=itl, e2e_s=e2e, percentile=pct, origin=origin)
+
+
+def lengths(arch: ModelArch, w: Workload, serving: ServingData) -> tuple[float, float]:
+    """(prompt, output) mean tokens: the workload's, else its use case's, else the model's context and 256."""
+    case = serving.use_cases.get(w.use_case) if w.use_case else None
+    prompt = w.context_length or (case.prompt_tokens if case else resolve(arch, w).seq)
+    out = w.output_tokens or (case.output_tokens if case else 256)
+    return float(prompt), float(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One replica's engine (each of its `pp` pipeline virtual engines serves 1/pp of its requests)."""
+
+    engine: Engine
+    pp: int
+    saturation: float  # requests/s one virtual engine is stable up to
+
+    @property
+    def saturation_rate(self) -> float:
+        return self.saturation * self.pp
+
+
+def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
+                  serving: ServingData, *, node: int, reserved_bytes: float) -> Replica:
+    """The engine of one replica: its step cost, token budget, sequence cap and the KV cache tokens the memory
+    left after `reserved_bytes` per GPU (weights, workspace, graphs, context) holds."""
+    eng = serving.engine
+    large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
+    budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
+    seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
+    cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
+    kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
+    per_token = kv_cache_bytes(arch, 1, request_tokens(arch, w, eng), kv_b) / request_tokens(arch, w, eng) / min(
+        lay.tp, max(arch.num_kv_heads, 1)) / lay.pp
+    kv_tokens = max(cap - reserved_bytes, 0.0) / per_token if per_token > 0 else 1e12
+    prompt, out = lengths(arch, w, serving)
+    e = Engine(cost=step_cost(arch, p, w, lay, gpu, sm, serving, node), budget=budget, max_seqs=seqs,
+               kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=prompt, output=out,
+               prompt_std=w.prompt_tokens_std or 0.0, output_std=w.output_tokens_std or 0.0,
+               poisson=poisson_arrivals(w))
+    return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
+
+
+def poisson_arrivals(w: Workload) -> bool:
+    """Whether requests arrive as a Poisson stream: an open load unless `arrival: constant`, users who think
+    between requests; not a fixed concurrency (batch_size, or users who do not think), where a request arrives as
+    one leaves: evenly, as `arrival: constant` has them."""
+    if w.arrival_rate is not None:
+        return w.arrival == "poisson"
+    if w.users is not None:
+        return w.arrival == "poisson" and (w.think_time_s or 0.0) > 0
+    return False
+
+
+def replica_rate(rep: Replica, w: Workload, replicas: int) -> tuple[float, str, float]:
+    """(requests/s one replica serves under the project's load, where the load came from, the wait in front of
+    the engine of a closed load beyond what it sustains)."""
+    sat = rep.saturation * (1 - 1e-6)
+    if w.arrival_rate is not None:
+        return min(w.arrival_rate / replicas / rep.pp, sat) * rep.pp, "arrival_rate", 0.0
+    if w.users is not None:
+        rate, queued = closed_rate(rep.engine, w.users / replicas / rep.pp, w.think_time_s or 0.0, rep.saturation)
+        return rate * rep.pp, "users", queued
+    rate, queued = closed_rate(rep.engine, w.batch_size / rep.pp, 0.0, rep.saturation)
+    return rate * rep.pp, "batch_size", queued
+
+
+def targets_of(obj: Objectives) -> Targets:
+    return Targets(ttft_s=obj.ttft_s, itl_s=obj.itl_s, e2e_s=obj.e2e_s, percentile=float(obj.percentile))
+
+
+def _pct(d: object) -> Percentiles:
+    q = d.quantile  # type: ignore[attr-defined]
+    a, b, c = q(0.5), q(0.9), q(0.99)
+    return Percentiles(p50=a, p90=max(a, b), p99=max(a, b, c))
+
+
+def replicas_needed(rep: Replica, w: Workload, cap_rate: float, per_replica_now: int, headroom: float) -> int | None:
+    """Replicas the project's whole load needs at `cap_rate` requests/s each, with the headroom."""
+    if cap_rate <= 0:
+        return None
+    if w.arrival_rate is not None:
+        return max(math.ceil(w.arrival_rate * (1 + headroom) / cap_rate), 1)
+    lat = latency(rep.engine, cap_rate / rep.pp)
+    if w.users is not None:
+        per_user = (w.think_time_s or 0.0) + lat.e2e.mean
+        return max(math.ceil(w.users * (1 + headroom) / (cap_rate * per_user)), 1)
+    conc = cap_rate * lat.e2e.mean
+    return max(math.ceil(w.batch_size * per_replica_now * (1 + headroom) / conc), 1) if conc > 0 else None
 
 
 def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
-                             sm: SpeedModel, *, gpus_per_node: int | None = None,
-                             max_batch: int | None = None) -> SpeedResult:
-    """Serving `w.batch_size` concurrent requests of `context_length` prompt tokens and `output_tokens` new
-    ones on `gpus` x `gpu` (tensor/pipeline parallel per `lay`, the rest replicas).
-
-    Time to first token: a request's own prefill (chunked by `prefill_tokens`) and its first decoding step,
-    as on a serving engine that interleaves prefill with running decodes. With `target_latency_s`, the
-    largest batch (up to `max_batch`, what memory allows) whose requests finish within it."""
-    r = resolve(arch, w)
-    prm = sm.params
-    gen = sm.generations[gpu.generation]
+                             sm: SpeedModel, *, gpus_per_node: int | None = None, max_batch: int | None = None,
+                             serving: ServingData | None = None, reserved_bytes: float | None = None) -> SpeedResult:
+    """Serving the project's load (workload.arrival_rate, users, or batch_size requests in flight per replica) on
+    `gpus` x `gpu`, tensor/pipeline parallel per `lay`, the rest replicas: latency percentiles, throughput, the
+    capacity within the objectives and the replicas the load needs. `reserved_bytes`: memory per GPU the engine
+    keeps besides the KV cache (default: weights, the prefill workspace and CUDA graphs). `max_batch` is kept for
+    callers of the old signature; memory now enters through the KV cache tokens."""
+    if serving is None:
+        raise TypeError("estimate_inference_speed needs serving= (gpuplan.catalog.serving.load_serving())")
+    if arch.kind not in ("decoder", "encoder-decoder"):
+        return _encoder_speed(arch, p, w, lay, gpus, gpu, sm)
     node = gpus_per_node or min(gpus, _node_gpus(gpu))
-    tp, pp = lay.tp, lay.pp
-    mp = tp * pp
+    mp = lay.tp * lay.pp
     replicas = max(gpus // mp, 1)
-    generative = arch.kind in ("decoder", "encoder-decoder")
-    out = (w.output_tokens or 256) if generative else 0
-    prompt = r.seq
-    batch = r.batch
-    dtype = w.weights_dtype or "bf16"
-    notes: list[Note] = []
-    assumptions: list[str] = []
-    prec = "fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16")
-    peak = peak_flops(gpu, prec)
-    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
-    fwd = forward_flops(arch, p, prompt, eager=w.attention == "eager", image_size=prompt)
-    layers = arch.num_layers + arch.num_decoder_layers
-    lat = prm.collective_latency_s
-    tp_bw = link_gbs(gpu, sm, tp, node) if tp > 1 else 1.0
-    launches = layers * prm.decode_kernels_per_layer * prm.kernel_launch_s
+    reserved = reserved_bytes if reserved_bytes is not None else _reserved(arch, p, w, lay, serving)
+    rep = build_replica(arch, p, w, lay, gpu, sm, serving, node=node, reserved_bytes=reserved)
+    rate, load, queued = replica_rate(rep, w, replicas)
+    return _result(arch, p, w, lay, gpu, sm, serving, rep, rate, load, replicas, queued)
 
-    wb = WEIGHT_BYTES[dtype]
-    if wb < 2:  # quantized blocks; embeddings, head and norms stay in 16 bits
-        dense_bytes = p.block_linear_weights * wb + (p.total - p.block_linear_weights) * 2 - p.embedding * 2
-    else:
-        dense_bytes = (p.total - p.embedding) * wb
-    if arch.tie_word_embeddings and arch.kind == "decoder":  # the tied head is read every step
-        dense_bytes += arch.vocab_size * arch.hidden_size * min(wb, 2)
 
-    def weight_bytes(b: int) -> float:
-        """Weights one forward step reads: MoE layers only the experts their `b` tokens route to."""
-        wbytes = dense_bytes
-        if arch.moe is not None:
-            m = arch.moe
-            expert_w = 3 * arch.hidden_size * m.expert_intermediate_size * m.moe_layers * wb
-            touched = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** b)
-            wbytes -= expert_w * (m.num_experts - touched)
-        return wbytes / mp
+def _reserved(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, serving: ServingData) -> float:
+    dense, experts = _weights_read(arch, p, w.weights_dtype or "bf16")
+    return (dense + experts + p.embedding * 2) / (lay.tp * lay.pp) + serving.engine.cuda_graph_gib * GIB * 2
 
-    def prefill_s(prompts: int) -> float:
-        tokens = prompts * prompt
-        chunk = min(w.prefill_tokens or tokens, tokens)
-        chunks = math.ceil(tokens / chunk)
-        eff = matmul_efficiency(gen, sm, prec, chunk) * prm.prefill_factor
-        t = max(fwd.forward * prompts / mp / (peak * eff), chunks * weight_bytes(chunk) / bw) + chunks * launches
-        if tp > 1:
-            t += layers * 2 * _allreduce_s(tokens * arch.hidden_size * 2, tp, tp_bw, lat)
-        return t
 
-    kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
-    avg_ctx = prompt + out / 2
-
-    def step_s(b: int) -> tuple[float, str, float]:
-        """One decoding step of `b` requests: (seconds, what bounds it, bytes read)."""
-        kv = kv_cache_bytes(arch, b, int(avg_ctx), kv_b) / mp if generative else 0.0
-        read = weight_bytes(b) + kv
-        flops = 2 * (p.active - p.embedding) * b + 4 * arch.q_dim * avg_ctx * arch.num_layers * b
-        t_mem = read / bw
-        # matrix-vector products: bandwidth-bound until the batch is large; the compute bound uses the
-        # large-matmul efficiency (no micro-batch penalty)
-        t_cmp = flops / mp / (peak * _base_efficiency(gen, prec))
-        t = max(t_mem, t_cmp) + launches
-        if tp > 1:
-            t += layers * 2 * _allreduce_s(b * arch.hidden_size * 2, tp, tp_bw, lat)
-        return t, ("memory-bandwidth" if t_mem >= t_cmp else "compute"), read
-
-    def latency_s(b: int) -> float:
-        t, _, _ = step_s(b)
-        return prefill_s(1) + out * t
-
-    t_one = prefill_s(1)
-    batch_prefill = prefill_s(batch)
-    if generative:
-        t_step, bound, read = step_s(batch)
-        ttft = t_one + t_step
-        latency = t_one + out * t_step
-        per_request = 1 / t_step
-        aggregate = batch / t_step * replicas
-        # each request holds the GPU for its own prefill and a 1/batch share of `out` decoding steps
-        rps = replicas / (t_one + out * t_step / batch)
-        assumptions.append(f"decoding reads {read / GB:.1f} GB per step at {gen.bandwidth:.0%} of "
-                           f"{gpu.memory_bandwidth_gbs:,.0f} GB/s")
-    else:  # encoders, vision: one forward per request, no decoding
-        t_step, bound = batch_prefill, "compute"
-        ttft = latency = t_one
-        per_request = 0.0
-        aggregate = batch * fwd.tokens / batch_prefill * replicas
-        rps = batch * replicas / batch_prefill
-    if arch.moe is not None:
-        m = arch.moe
-        touched = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** batch)
-        assumptions.append(f"MoE: a decoding step of {batch} request(s) reads about {touched:.1f} of "
-                           f"{m.num_experts} experts per layer")
-    eff1 = matmul_efficiency(gen, sm, prec, min(w.prefill_tokens or prompt, prompt)) * prm.prefill_factor
-    assumptions.insert(0, f"prefill at {eff1:.0%} of the {peak / 1e12:,.0f} TFLOPS dense peak")
-    if generative:
-        assumptions.append("decoding as a serving engine runs it (CUDA graphs, batched KV cache: vLLM, TensorRT-LLM, "
-                           "SGLang); Hugging Face generate() with its default dynamic cache measured 5-9x slower on "
-                           "an H200 (docs/accuracy.md)")
-    assumptions.append(f"{batch} concurrent request(s) of {prompt} prompt" + (f" and {out} output tokens" if out else "")
-                       + f"; {replicas} replica(s) of {mp} GPU(s)")
-
-    best_b = rps_target = None
-    if w.target_latency_s and generative:
-        cap = max_batch or 4096
-        if latency_s(1) <= w.target_latency_s:  # latency grows with the batch: bisect for the largest
-            lo, hi = 1, cap + 1
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if latency_s(mid) <= w.target_latency_s else (lo, mid)
-            best_b = lo
-            t_b, _, _ = step_s(best_b)
-            rps_target = replicas / (t_one + out * t_b / best_b)
-        else:
-            notes.append(Note(code="latency-target-missed", severity="warning",
-                              message=f"even one request takes {latency_s(1):.2f} s, over the {w.target_latency_s:g} s "
-                                      "target: a faster GPU, more tensor parallelism or fewer output tokens"))
-    notes += _calibration_notes(gen)
+def _result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
+            serving: ServingData, rep: Replica, rate: float, load: str, replicas: int,
+            queued: float = 0.0) -> SpeedResult:
+    e = rep.engine
+    lat: Latency = latency(e, rate / rep.pp, queued_s=queued)
+    s = lat.state
+    obj = objectives(w, serving)
+    tg = targets_of(obj)
+    cap, bound = capacity(e, tg, serving.engine.max_utilization, rep.saturation)
+    cap_rep = cap * rep.pp
+    need = replicas_needed(rep, w, cap_rep, replicas, serving.engine.load_headroom)
+    notes = _notes(w, rep, rate, replicas, cap_rep, need, lay) + _calibration_notes(sm.generations[gpu.generation])
+    met = None if not tg.any else tg.missed(lat) is None
+    total_rate = rate * replicas
+    itl = lat.itl.mean
+    mem_t = e.cost.weights_s + e.cost.kv_s_per_token * s.decodes * (e.prompt + e.output / 2)
+    bound_now = "memory-bandwidth" if mem_t >= e.cost.decode_flop_s * s.decodes else "compute"
+    conc_cap = latency(e, cap).concurrency if cap > 0 else 0.0
+    batch_prefill = e.cost.seconds(0.0, w.batch_size * e.prompt, w.batch_size * e.prompt,
+                                   w.batch_size * e.prompt ** 2 / 2)
     inf = InferenceSpeed(
-        time_to_first_token_s=ttft, time_to_first_token_s_range=_span(ttft, sm),
-        decode_tokens_per_s_per_request=per_request,
-        decode_tokens_per_s_per_request_range=_span(per_request, sm, speed=True),
-        aggregate_tokens_per_s=aggregate, aggregate_tokens_per_s_range=_span(aggregate, sm, speed=True),
-        batch_prefill_s=batch_prefill, request_latency_s=latency, requests_per_s=rps, decode_bound=bound,
-        target_latency_s=w.target_latency_s, max_batch_for_target=best_b, requests_per_s_at_target=rps_target,
-        assumptions=assumptions,
+        time_to_first_token_s=lat.ttft.mean, time_to_first_token_s_range=_span(lat.ttft.mean, sm),
+        decode_tokens_per_s_per_request=1 / itl if itl > 0 else 0.0,
+        decode_tokens_per_s_per_request_range=_span(1 / itl if itl > 0 else 0.0, sm, speed=True),
+        aggregate_tokens_per_s=total_rate * e.output,
+        aggregate_tokens_per_s_range=_span(total_rate * e.output, sm, speed=True),
+        batch_prefill_s=batch_prefill, request_latency_s=lat.e2e.mean, requests_per_s=total_rate,
+        decode_bound=bound_now, target_latency_s=w.target_latency_s,
+        max_batch_for_target=int(conc_cap * rep.pp) if w.target_latency_s and conc_cap * rep.pp >= 1 else None,
+        requests_per_s_at_target=cap_rep * replicas if w.target_latency_s and cap > 0 else None,
+        ttft_s=_pct(lat.ttft), itl_s=_pct(lat.itl), e2e_s=_pct(lat.e2e),
+        concurrency=total_rate * lat.e2e.mean, load=load, replicas=replicas,
+        capacity_requests_per_s=cap_rep * replicas, capacity_requests_per_s_per_replica=cap_rep,
+        capacity_bound=bound, replicas_needed=need, objectives=obj, objectives_met=met,
+        decode_batch=s.decodes, step_s=s.step_s, kv_cache_occupancy=min(s.kv_used_tokens / e.kv_tokens, 1.0)
+        if e.kv_tokens > 0 else 1.0, kv_cache_tokens=int(e.kv_tokens * rep.pp),
+        kv_cache_requests=e.kv_tokens * rep.pp / (e.prompt + e.output),
+        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs,
+        assumptions=_assumptions(w, gpu, sm, serving, rep, rate, replicas, lay, load),
     )
-    flops_step = 2 * (p.active - p.embedding) * batch + 4 * arch.q_dim * avg_ctx * arch.num_layers * batch
+    fwd = forward_flops(arch, p, int(e.prompt), eager=w.attention == "eager", image_size=int(e.prompt))
     compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
-                         flops_total=(fwd.forward * batch + flops_step * out) * replicas)
+                         flops_total=None)
     return SpeedResult(compute=compute, inference=inf, notes=notes)
 
 
-__all__ = ["estimate_inference_speed"]
+def _notes(w: Workload, rep: Replica, rate: float, replicas: int, cap: float, need: int | None,
+           lay: Layout) -> list[Note]:
+    out: list[Note] = []
+    if rep.saturation <= 0:
+        e = rep.engine
+        out.append(Note(code="no-kv-room", severity="warning",
+                        message=f"the engine's memory left after the weights holds {e.kv_tokens * rep.pp:,.0f} KV cache "
+                                f"tokens, less than one request's {e.prompt + e.output:,.0f}: nothing can be served; "
+                                "more tensor parallelism, a GPU with more memory or a smaller dtype"))
+        return out
+    if w.arrival_rate is not None and w.arrival_rate > rep.saturation_rate * replicas:
+        out.append(Note(code="over-capacity", severity="warning",
+                        message=f"{w.arrival_rate:g} requests/s is more than {replicas} replica(s) of {lay.tp * lay.pp} "
+                                f"GPU(s) sustain ({rep.saturation_rate * replicas:,.2f}/s): figures at that rate; the "
+                                "queue grows without bound" + (f"; {need} replicas meet the objectives" if need else "")))
+    if cap <= 0:
+        out.append(Note(code="latency-target-missed", severity="warning",
+                        message="even a lightly loaded replica misses the objectives: a faster GPU, more tensor "
+                                "parallelism, shorter prompts or fewer output tokens"))
+    elif need is not None and need > replicas:
+        out.append(Note(code="replicas-needed", severity="warning",
+                        message=f"the load needs {need} replica(s) of {lay.tp * lay.pp} GPU(s) within the objectives "
+                                f"({cap:,.2f} requests/s each, with headroom); this hardware has {replicas}"))
+    return out
+
+
+def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, rep: Replica, rate: float,
+                 replicas: int, lay: Layout, load: str) -> list[str]:
+    e = rep.engine
+    gen = sm.generations[gpu.generation]
+    if load == "arrival_rate":
+        how = f"{w.arrival_rate:g} requests/s arriving ({w.arrival})"
+    elif load == "users":
+        how = f"{w.users} users thinking {w.think_time_s or 0:g} s between requests"
+    else:
+        how = f"{w.batch_size} requests in flight per replica"
+    return [(f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
+             f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in {e.block}-token "
+             "blocks"),
+            (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
+             f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
+            (f"{how}; {e.prompt:.0f} prompt and {e.output:.0f} output tokens on average; {replicas} replica(s) of "
+             f"{lay.tp * lay.pp} GPU(s) (tp {lay.tp}, pp {lay.pp})")]
+
+
+def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
+                   sm: SpeedModel) -> SpeedResult:
+    """Encoders and vision models: one forward per request, the batch at once, no decoding."""
+    r = resolve(arch, w)
+    gen = sm.generations[gpu.generation]
+    prec = "fp32" if (w.weights_dtype or "bf16") == "fp32" else "bf16"
+    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec) * sm.params.prefill_factor
+    fwd = forward_flops(arch, p, r.seq, eager=w.attention == "eager", image_size=r.seq)
+    mp = lay.tp * lay.pp
+    replicas = max(gpus // mp, 1)
+    t = max(fwd.forward * r.batch / mp / peak, p.total * 2 / mp / (gpu.memory_bandwidth_gbs * GB * gen.bandwidth))
+    rps = r.batch * replicas / t
+    pc = Percentiles(p50=t, p90=t, p99=t)
+    inf = InferenceSpeed(
+        time_to_first_token_s=t, time_to_first_token_s_range=_span(t, sm), decode_tokens_per_s_per_request=0.0,
+        decode_tokens_per_s_per_request_range=(0.0, 0.0), aggregate_tokens_per_s=rps * fwd.tokens,
+        aggregate_tokens_per_s_range=_span(rps * fwd.tokens, sm, speed=True), batch_prefill_s=t,
+        request_latency_s=t, requests_per_s=rps, decode_bound="compute", target_latency_s=w.target_latency_s,
+        ttft_s=pc, itl_s=Percentiles(p50=0.0, p90=0.0, p99=0.0), e2e_s=pc, concurrency=rps * t,
+        replicas=replicas, assumptions=[f"{r.batch} request(s) per forward; {replicas} replica(s) of {mp} GPU(s)"])
+    compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
+                         flops_total=fwd.forward * r.batch * replicas)
+    return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
+
+
+__all__ = ["Replica", "build_replica", "estimate_inference_speed", "lengths", "objectives", "poisson_arrivals",
+           "step_cost"]

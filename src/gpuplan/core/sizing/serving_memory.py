@@ -1,5 +1,8 @@
-"""Peak memory per GPU of serving: weights by dtype (quantization metadata included), the KV cache (GQA, sliding
-windows, its own dtype) and the largest prefill temporaries. Pure."""
+"""Peak memory per GPU of serving, as a serving engine (vLLM) allocates it: weights by dtype (quantization metadata
+included), the KV cache of every request's prompt and output tokens in whole blocks (GQA, sliding windows, its own
+dtype), the prefill temporaries at the engine's token budget (chunked prefill is the default of `task:
+inference`) and the captured CUDA graphs. With `engine` None (data/serving.toml not passed): the prefill of the
+whole batch at once and the KV cache of the tokens themselves, as Hugging Face generate() runs. Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.estimate import MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.serving import EngineDefaults
+from gpuplan.units import GIB
 
 #: int8 (LLM.int8 / fp8 row-wise): 1 byte + a 4-byte scale per output row (negligible per param)
 #: int4 (GPTQ/AWQ, group size 128): 4 bits + fp16 scale and 4-bit zero per 128 weights
@@ -16,8 +21,28 @@ INT4_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
 WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM}
 
 
+def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None) -> int:
+    """KV cache tokens one request holds at its end: prompt and output (whole blocks with an engine)."""
+    r = resolve(arch, w)
+    generative = arch.kind in ("decoder", "encoder-decoder")
+    tokens = r.seq + ((w.output_tokens or 256) if generative else 0)
+    if engine is None:
+        return r.seq
+    block = engine.block_size_tokens
+    return -(-tokens // block) * block
+
+
+def prefill_budget(w: Workload, engine: EngineDefaults | None, large_gpu: bool = True) -> int | None:
+    """Tokens one engine step prefills at most: workload.prefill_tokens, else the engine's default budget."""
+    if w.prefill_tokens:
+        return w.prefill_tokens
+    if engine is None:
+        return None
+    return engine.max_num_batched_tokens_large if large_gpu else engine.max_num_batched_tokens_small
+
+
 def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                       oh: Overheads) -> MemoryEstimate:
+                       oh: Overheads, engine: EngineDefaults | None = None) -> MemoryEstimate:
     r = resolve(arch, w)
     notes: list[Note] = []
     dtype = w.weights_dtype or "bf16"
@@ -31,28 +56,49 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     weights /= mp
     kv_b = {"bf16": 2, "fp16": 2, "fp8": 1}[w.kv_cache_dtype or ("fp16" if dtype == "fp16" else "bf16")]
     # tensor parallel splits the KV heads; with fewer KV heads than GPUs each GPU keeps a replica of one
-    kv = kv_cache_bytes(arch, r.batch, r.seq, kv_b) / min(lay.tp, arch.num_kv_heads) / lay.pp
+    # Hugging Face's cache keeps every prefilled token, sliding-window layers too; an engine's blocks the window
+    kv = kv_cache_bytes(arch, r.batch, request_tokens(arch, w, engine), kv_b, window=engine is not None) / min(
+        lay.tp, arch.num_kv_heads) / lay.pp
     beta = 4 if dtype == "fp32" else 2
-    tokens = min(w.prefill_tokens or r.batch * r.seq, r.batch * r.seq)
+    tokens = min(prefill_budget(w, engine) or r.batch * r.seq, r.batch * r.seq)
     # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out
     mlp_width = max(arch.intermediate_size, (arch.moe.expert_intermediate_size * arch.moe.experts_per_token
                                              if arch.moe else 0))
     layer_tmp = tokens * beta * (3 * mlp_width + 2 * arch.q_dim + arch.hidden_size * 2) / lay.tp
     if w.attention == "eager":
         layer_tmp += r.batch * arch.num_heads * r.seq * r.seq * (beta + 4) / lay.tp
+    elif engine is None:
+        layer_tmp = max(layer_tmp, _sliding_mask_attention(arch, r.batch, r.seq, beta) / lay.tp)
     logits = r.batch * arch.vocab_size * 4 / lay.tp  # last position only, as generate() asks for
+    if engine is not None:  # the captured CUDA graphs stay allocated beside the step's temporaries
+        logits += engine.cuda_graph_gib * GIB
     phases = {"prefill": dict(weights=weights, optimizer=0.0, gradients=0.0, activations=layer_tmp,
                               other=logits)}
     return _finish(phases, oh, gpus, lay, training=False, notes=notes, kv=kv, trainable=0)
 
 
-def kv_cache_bytes(arch: ModelArch, batch: int, context: int, dtype_bytes: int) -> float:
-    """K and V for every layer: sliding-window layers keep at most the window."""
+def _sliding_mask_attention(arch: ModelArch, batch: int, seq: int, beta: int) -> float:
+    """The attention's temporaries of a whole-batch prefill (Hugging Face, SDPA) of a sliding-window model whose
+    prompt outgrows the window: the mask is no longer causal-only, so SDPA leaves the flash kernel for the
+    memory-efficient one, which takes the boolean mask (seq x seq) as an additive bias in the compute dtype for
+    every sequence of the batch, and the keys and values expanded to every query head (no grouped-query path
+    with a mask); beside them the residual stream and its normed copy, the queries, their rotary copy and the
+    output. 0 when the mask stays causal."""
+    window = arch.sliding_window or 0
+    if not window or not arch.sliding_window_layers or arch.kind != "decoder" or seq <= window:
+        return 0.0
+    masks = batch * seq * seq * beta + seq * seq
+    return masks + batch * seq * beta * (2 * arch.hidden_size + 5 * arch.q_dim)
+
+
+def kv_cache_bytes(arch: ModelArch, batch: int, context: int, dtype_bytes: int, window: bool = True) -> float:
+    """K and V for every layer: sliding-window layers keep at most the window (`window`: an engine's paged cache;
+    Hugging Face's keeps every prefilled token)."""
     if arch.kind not in ("decoder", "encoder-decoder"):
         return 0.0
     per_token_layer = 2 * arch.kv_dim * dtype_bytes * batch
     global_layers = arch.num_layers - arch.sliding_window_layers
     total = global_layers * context
     if arch.sliding_window:
-        total += arch.sliding_window_layers * min(context, arch.sliding_window)
+        total += arch.sliding_window_layers * (min(context, arch.sliding_window) if window else context)
     return per_token_layer * total

@@ -180,6 +180,23 @@ async function runPlan() {
     state.summary = null;
   }
 }
+// serving: the percentiles the API returned against the objectives (no arithmetic here)
+function showLatency(inf) {
+  const table = $("#serving-latency");
+  if (!inf || !inf.ttft_s) { table.hidden = true; return; }
+  const obj = inf.objectives || {};
+  const rows = [["time to first token", inf.ttft_s, obj.ttft_s], ["inter-token latency", inf.itl_s, obj.itl_s],
+                ["end to end", inf.e2e_s, obj.e2e_s]];
+  table.tBodies[0].replaceChildren(...rows.map(([label, p, target]) => {
+    const tr = document.createElement("tr");
+    const cells = [label, p.p50.toPrecision(3), p.p90.toPrecision(3), p.p99.toPrecision(3),
+                   target == null ? "none" : `${target} at p${obj.percentile}`];
+    for (const text of cells) { const td = document.createElement("td"); td.textContent = text; tr.append(td); }
+    return tr;
+  }));
+  table.hidden = false;
+}
+
 function showPlan(project, plan, summary, report, change) {
   const rec = plan.recommendation;
   const gpu = $("#recommended-gpu");
@@ -193,6 +210,7 @@ function showPlan(project, plan, summary, report, change) {
     const dd = document.createElement("dd"); dd.textContent = r.value; dd.dataset.key = r.key;
     return [dt, dd];
   }));
+  showLatency(plan.candidates[0] && plan.candidates[0].inference);
   $("#summary").hidden = false;
   const box = $("#change");
   if (change && state.summary) {

@@ -1,0 +1,44 @@
+"""Loads data/serving.toml (the serving engine's defaults, the tensor-parallel all-reduce costs, the use-case
+templates) into ServingData, validating every row; errors name the file, row and field."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import ValidationError
+
+from gpuplan.catalog.loader import _data_text, _row_error, param_rows, read_toml
+from gpuplan.errors import CatalogError
+from gpuplan.schema.serving import AllReduceCost, EngineDefaults, ServingData, UseCaseTemplate
+
+PATH = "gpuplan/data/serving.toml"
+
+
+def parse_serving(text: str, path: str = PATH) -> ServingData:
+    data = read_toml(text, path)
+    engine, sources = param_rows(data, path, EngineDefaults)
+    links: dict[str, AllReduceCost] = {}
+    for i, row in enumerate(data.get("allreduce", [])):
+        try:
+            links[row.get("id", str(i))] = AllReduceCost(**row)
+        except ValidationError as exc:
+            raise _row_error(path, row, i, exc) from None
+    cases: dict[str, UseCaseTemplate] = {}
+    for i, row in enumerate(data.get("use_case", [])):
+        try:
+            cases[row.get("id", str(i))] = UseCaseTemplate(**row)
+        except ValidationError as exc:
+            raise _row_error(path, row, i, exc) from None
+    for need in ("nvlink", "pcie"):
+        if need not in links:
+            raise CatalogError(path, f"no [[allreduce]] row for {need}", row=need)
+    return ServingData(engine=engine, allreduce=links, use_cases=cases, sources=sources)
+
+
+@lru_cache(maxsize=1)
+def load_serving() -> ServingData:
+    """The built-in serving facts (data/serving.toml), loaded once."""
+    return parse_serving(_data_text("serving.toml"))
+
+
+__all__ = ["load_serving", "parse_serving"]

@@ -1,0 +1,261 @@
+"""The steady state of a continuous-batching serving engine (vLLM's V1 scheduler), analytically. Pure.
+
+Each engine step runs every decoding request one token and fills the rest of a token budget
+(`max_num_batched_tokens`) with prefill chunks of waiting requests, first come first served, up to
+`max_num_seqs` requests and the KV blocks allocated. A step's time is the sum of its kernels' rooflines: the linear
+layers (the weights read, or their FLOPs) and the attention (the KV cache of its requests read, or its FLOPs),
+plus the kernels' floor (CUDA-graph replay) and the tensor-parallel all-reduces (`StepCost`).
+
+At an arrival rate λ (per engine), with x the mean step time: λx requests arrive per step, each decodes for
+D = output - 1 steps after the step that prefills its last chunk, so d = λxD requests decode in a mean step
+(Little's law in steps) and λxP prompt tokens are prefilled per step. A fraction m of steps carry prefill
+(Poisson arrivals: 1 - exp(-λx·chunks), at least the share of the budget prefill takes), the others decode
+only, and x = (1 - m)·t(decode) + m·t(mixed) is solved as a fixed point. Queueing for prefill is M/G/1
+(core/sizing/queueing.py). gpuplan.core.sizing.serving_sim simulates the same engine request by request;
+tests/unit/test_serving_sim.py holds the two within a few per cent on a grid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpuplan.core.sizing.tp_comm import AllReduce
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """Seconds of one engine step on one replica, from per-GPU rates (each pipeline stage does 1/pp of it).
+
+    The step runs its kernels one after another, so its time is the sum of each kernel family's own roofline,
+    not one roofline over the whole step: the linear layers (reading the weights, or their FLOPs at the
+    efficiency a matmul of the step's tokens reaches) and then the attention over the KV cache (reading it at
+    the bandwidth the paged-attention kernels reach, or its FLOPs); a prefill chunk's compute therefore does not
+    hide under the decoding requests' KV reads. Then the kernels' floor and the tensor-parallel all-reduces."""
+
+    #: weights read per step (dense part), seconds; MoE: expert weights in all and their routing
+    weights_s: float
+    experts_s: float = 0.0
+    num_experts: int = 0
+    experts_per_token: int = 0
+    #: reading one token of KV cache (every layer) in the attention kernels, seconds
+    kv_s_per_token: float = 0.0
+    #: compute per decoding token and per prefill token (matmuls at the roofline), seconds
+    decode_flop_s: float = 0.0
+    prefill_flop_s: float = 0.0
+    #: attention compute per (query token, context token) pair
+    attn_s_per_pair: float = 0.0
+    #: the decode kernels' floor per step (replayed from a CUDA graph)
+    fixed_s: float = 0.0
+    #: all-reduces per step (two per layer) and the bytes each moves per token
+    allreduces: int = 0
+    allreduce_bytes_per_token: float = 0.0
+    allreduce: AllReduce | None = None
+    #: pipeline stages and the seconds of one hop between stages per token and fixed
+    pp: int = 1
+    hop_s: float = 0.0
+    hop_s_per_token: float = 0.0
+
+    def seconds(self, decodes: float, prefill: float, kv_tokens: float, pairs: float) -> float:
+        """A step of `decodes` decoding requests and `prefill` prompt tokens that reads `kv_tokens` tokens of KV
+        cache and computes `pairs` attention pairs."""
+        tokens = decodes + prefill
+        w = self.weights_s
+        if self.num_experts:
+            e = self.num_experts
+            touched = e * (1 - (1 - self.experts_per_token / e) ** max(tokens, 0.0))
+            w -= self.experts_s * (e - touched) / e
+        gemm = self.decode_flop_s * decodes + self.prefill_flop_s * prefill
+        attn = max(self.kv_s_per_token * kv_tokens, self.attn_s_per_pair * pairs)
+        t = max(w, gemm) + attn + self.fixed_s
+        if self.allreduce is not None and self.allreduces:  # a step that runs carries at least one token
+            t += self.allreduces * self.allreduce.seconds(max(tokens, 1.0) * self.allreduce_bytes_per_token)
+        if self.pp > 1:  # every stage in turn, then a hop to the next
+            t = self.pp * t + (self.pp - 1) * (self.hop_s + self.hop_s_per_token * tokens)
+        return t
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One engine (a replica, or one of its pipeline's virtual engines) and the requests it serves."""
+
+    cost: StepCost
+    #: token budget per step, requests per step, KV cache tokens allocated, tokens per KV block
+    budget: int
+    max_seqs: int
+    kv_tokens: float
+    block: int = 16
+    #: mean prompt and output tokens, and their spread (standard deviations)
+    prompt: float = 512.0
+    output: float = 256.0
+    prompt_std: float = 0.0
+    output_std: float = 0.0
+    poisson: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The engine at arrival rate `rate`: mean step time and its parts, occupancy, and whether it is stable."""
+
+    rate: float
+    stable: bool
+    bound: str  # what makes it unstable or caps it: "", "budget", "max-num-seqs", "kv-cache", "step"
+    step_s: float = 0.0
+    decode_s: float = 0.0
+    mixed_s: float = 0.0
+    mixed_share: float = 0.0
+    decodes: float = 0.0
+    chunks: int = 1
+    #: prefill: the budget's share it takes; M/G/1 service time mean and second moment per request
+    prefill_load: float = 0.0
+    service_s: float = 0.0
+    service_s2: float = 0.0
+    kv_used_tokens: float = 0.0
+    running: float = 0.0
+    #: a request's own prefill: its chunks back to back, each beside the running decodes (at least)
+    own_prefill_s: float = 0.0
+
+
+def decode_steps(e: Engine) -> float:
+    return max(e.output - 1.0, 0.0)
+
+
+def _step_parts(e: Engine, rate: float, x: float) -> tuple[float, float, float, float, int, float, str]:
+    """(t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound) at mean step time x."""
+    d = rate * x * decode_steps(e)
+    budget_left = e.budget - d
+    if budget_left <= 0:
+        return 0.0, 0.0, 0.0, d, 1, 1.0, "budget"
+    arrivals = rate * x
+    per_step = arrivals * e.prompt
+    load = per_step / budget_left
+    chunks = k = max(math.ceil(e.prompt / budget_left), 1)
+    spread = 1 - math.exp(-arrivals * k) if e.poisson else min(1.0, arrivals * k)
+    m = min(max(load, spread), 1.0)
+    ctx = e.prompt + e.output / 2
+    kv = d * ctx
+    c_m = per_step / m if m > 0 else 0.0
+    pairs_m = arrivals * e.prompt * e.prompt / 2 / m if m > 0 else 0.0
+    t_d = e.cost.seconds(d, 0.0, kv, kv)
+    # a prefill chunk reads its request's context once: (chunks + 1) / 2 chunks of it on average
+    t_m = e.cost.seconds(d, c_m, kv + c_m * (k + 1) / 2, kv + pairs_m) if m > 0 else t_d
+    return t_d, t_m, m, d, chunks, load, ""
+
+
+def solve_state(e: Engine, rate: float) -> State:
+    """The engine's steady state at `rate` requests/s (a fixed point of the mean step time)."""
+    t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
+    if rate <= 0:
+        return State(rate=0.0, stable=True, bound="", step_s=t0, decode_s=t0, mixed_s=t0, chunks=1)
+
+    def gap(x: float) -> tuple[float, tuple[float, float, float, float, int, float, str]]:
+        parts = _step_parts(e, rate, x)
+        if parts[6] or parts[5] >= 1.0:
+            return math.inf, parts
+        t_d, t_m, m = parts[0], parts[1], parts[2]
+        return (1 - m) * t_d + m * t_m - x, parts
+
+    lo = hi = t0
+    g, parts = gap(hi)
+    if math.isinf(g):
+        return State(rate=rate, stable=False, bound=parts[6] or "budget")
+    while 0 < g < math.inf:  # the step time grows with the batch it carries: bracket where it stops growing
+        lo, hi = hi, hi * 2
+        g, parts = gap(hi)
+        if hi > 1e6 * t0:
+            return State(rate=rate, stable=False, bound="step")
+    found = g <= 0
+    glo, _ = gap(lo) if lo != hi else (g, parts)
+    side = 0
+    for _ in range(80):  # Illinois false position where the bracket is finite, bisection past the budget
+        if hi - lo <= 1e-7 * hi:
+            break
+        if found and glo > 0 and g < 0:
+            mid = (lo * g - hi * glo) / (g - glo)
+            if not lo < mid < hi:
+                mid = (lo + hi) / 2
+        else:
+            mid = (lo + hi) / 2
+        gm, pm = gap(mid)
+        if 0 < gm < math.inf:
+            lo, glo = mid, gm
+            if side == 1:
+                g /= 2
+            side = 1
+        else:
+            hi = mid
+            if gm <= 0:
+                found, g, parts = True, gm, pm
+                if side == -1:
+                    glo /= 2
+                side = -1
+                if gm > -1e-9 * mid:
+                    break
+            else:
+                found = False
+    if not found:
+        return State(rate=rate, stable=False, bound=parts[6] or "budget")
+    return _state(e, rate, hi, parts)
+
+
+def _state(e: Engine, rate: float, x: float, parts: tuple[float, float, float, float, int, float, str]) -> State:
+    t_d, t_m, m, d, chunks, _, _ = parts
+    # the prefill server (M/G/1): a request's prompt takes prompt / budget-left of a full-budget step
+    budget_left = e.budget - d
+    kv = d * (e.prompt + e.output / 2)
+    full = e.cost.seconds(d, budget_left, kv + budget_left * (chunks + 1) / 2, kv + budget_left * e.prompt / 2)
+    per_token = full / budget_left
+    s1 = e.prompt * per_token
+    s2 = (e.prompt ** 2 + e.prompt_std ** 2) * per_token ** 2
+    rho = rate * s1
+    prefilling = rate * chunks * t_m
+    running = d + prefilling
+    kv_used = d * (e.prompt + e.output / 2 + e.block / 2) + prefilling * (e.prompt / 2 + e.block / 2)
+    bound = ""
+    if rho >= 1:
+        bound = "budget"
+    elif running + 2 * math.sqrt(running) > e.max_seqs:
+        bound = "max-num-seqs"
+    elif kv_used + 2 * math.sqrt(max(running, 1.0)) * (e.prompt + e.output / 2) > e.kv_tokens:
+        bound = "kv-cache"
+    return State(rate=rate, stable=not bound, bound=bound, step_s=x, decode_s=t_d, mixed_s=t_m, mixed_share=m,
+                 decodes=d, chunks=chunks, prefill_load=min(rho, 1.0), service_s=s1, service_s2=s2,
+                 kv_used_tokens=kv_used, running=running,
+                 own_prefill_s=max(chunks * t_m, _own_chunks_s(e, d, kv, budget_left)))
+
+
+def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
+    """One request's prompt prefilled in chunks of what the budget leaves beside `d` decodes (reading `kv` tokens of
+    their cache): full chunks, then the rest; each chunk reads its context so far. Grows with the prompt."""
+    if budget_left <= 0 or e.prompt / budget_left > 64:
+        return 0.0  # very long prompts: the mean mixed step per chunk stands (the caller takes the larger)
+    total, done = 0.0, 0.0
+    while done < e.prompt:
+        c = min(budget_left, e.prompt - done)
+        total += e.cost.seconds(d, c, kv + done + c, kv + c * (done + c / 2))
+        done += c
+    return total
+
+
+@lru_cache(maxsize=4096)
+def saturation_rate(e: Engine) -> float:
+    """The highest arrival rate the engine is stable at (requests/s), by bisection (memoized: the search asks
+    for the same engine on every server count)."""
+    t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
+    hi = 1.0 / (t0 * max(decode_steps(e), 1.0)) * e.budget  # more than the budget could ever decode
+    lo = 0.0
+    if not solve_state(e, 1e-9).stable:
+        return 0.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if solve_state(e, mid).stable:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-3 * hi:
+            break
+    return lo
+
+
+__all__ = ["Engine", "State", "StepCost", "decode_steps", "saturation_rate", "solve_state"]

@@ -1,0 +1,99 @@
+"""Serving memory as the engine allocates it (serving_memory.estimate_inference with the engine's defaults), with
+the checkpoint-loading peak estimate_memory adds: what the serving paths of estimate, fit and plan compare with
+the GPU's memory times the engine's utilisation.
+
+A serving engine (vLLM) takes its share of each GPU (gpu_memory_utilization), keeps the weights, the prefill
+workspace at its token budget, the CUDA graphs and the CUDA context, and fills the rest with KV cache blocks. It
+never runs out of memory from concurrency: it admits the requests whose KV fits and queues (or preempts) the rest.
+It refuses to start only when the weights, workspace, graphs and context with the KV of one request of the
+workload's lengths exceed its share. So a serving replica "fits" when `serving_start_bytes` does
+(`admitted_memory` is what it holds at the load), and a load beyond what the KV cache holds is judged by the
+latency and capacity model (core/sizing/serving.py), which queues it. Pure."""
+
+from __future__ import annotations
+
+from gpuplan.core.sizing.activations import resolve
+from gpuplan.core.sizing.levels import _reserve_and_device
+from gpuplan.core.sizing.memory import load_peak_bytes
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.serving_memory import estimate_inference
+from gpuplan.core.sizing.stack import check_stack
+from gpuplan.schema.estimate import MemoryEstimate, Overheads
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.serving import EngineDefaults
+
+
+def estimate_serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                            engine: EngineDefaults) -> MemoryEstimate:
+    check_stack(arch, w)
+    m = estimate_inference(arch, p, w, lay, gpus, oh, engine)
+    load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
+    device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+    return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
+
+
+def one_request(w: Workload) -> Workload:
+    """The workload with one request in flight: what the engine needs to start."""
+    return w.model_copy(update={"batch_size": 1})
+
+
+def serving_start_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                        engine: EngineDefaults) -> int:
+    """Bytes per GPU an engine needs to start and hold one request of the workload's lengths: weights, prefill
+    workspace, CUDA graphs, context and one request's KV cache (or the checkpoint-loading peak, if higher)."""
+    m = estimate_serving_memory(arch, p, one_request(w), lay, gpus, oh, engine)
+    return max(m.device_bytes, m.load_device_bytes)
+
+
+def admitted_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                    engine: EngineDefaults, cap: int) -> tuple[MemoryEstimate, int]:
+    """(the memory an engine with `cap` bytes per GPU holds at the load, the requests of the workload's lengths its
+    KV cache holds): the KV of the requests in flight it admits, all of them when they fit, else as many as fit
+    (at least one, so an engine that cannot start shows what one request needs)."""
+    m = estimate_serving_memory(arch, p, w, lay, gpus, oh, engine)
+    kv = m.breakdown.kv_cache_bytes
+    batch = max(resolve(arch, w).batch, 1)
+    per_request = kv / batch
+    room = cap - (max(m.device_bytes, m.load_device_bytes) - kv)
+    holds = max(int(room // per_request), 0) if per_request > 0 else batch
+    if holds >= batch:
+        return m, holds
+    admitted = w.model_copy(update={"batch_size": max(holds, 1)})
+    return estimate_serving_memory(arch, p, admitted, lay, gpus, oh, engine), holds
+
+
+def engine_cap(gpu_bytes: int, w: Workload, engine: EngineDefaults) -> int:
+    """The bytes of one GPU the engine may take: workload.gpu_memory_utilization (the engine's default) of it."""
+    return int(gpu_bytes * (w.gpu_memory_utilization or engine.gpu_memory_utilization))
+
+
+def serving_usable(gpu_bytes: int, w: Workload, engine: EngineDefaults, headroom: float) -> int:
+    """What a serving replica may use per GPU: the engine's share, and no more than the plan's memory headroom
+    leaves (the engine's utilisation is itself a headroom: the two are not stacked)."""
+    return min(engine_cap(gpu_bytes, w, engine), int(gpu_bytes * (1 - headroom)))
+
+
+def serving_layout(arch: ModelArch, params: ParamCount, w: Workload, gpus: int, usable: int, oh: Overheads,
+                   engine: EngineDefaults) -> Layout:
+    """The layout for serving on `gpus` GPUs when none is given: the smallest tensor-parallel degree (a power of two
+    dividing the GPUs and the heads, up to 8), then pipeline stages, whose replica's KV cache holds the load's
+    requests in flight within `usable` bytes per GPU; if none does, the smallest that starts (holds one request:
+    the rest queue, and the latency figures say what that costs)."""
+    tps = [t for t in (1, 2, 4, 8) if t <= gpus and gpus % t == 0 and (t == 1 or arch.num_heads % t == 0)]
+    layouts = []
+    for tp in tps:
+        for pp in (1, 2, 4, 8) if tp == tps[-1] else (1,):  # more tensor parallelism before pipeline stages
+            if gpus % (tp * pp) or (pp > 1 and (arch.kind != "decoder" or arch.num_layers < 2 * pp)):
+                continue
+            layouts.append(Layout(tp=tp, pp=pp))
+    for need in (w, one_request(w)):
+        for lay in layouts:
+            m = estimate_serving_memory(arch, params, need, lay, lay.tp * lay.pp, oh, engine)
+            if max(m.device_bytes, m.load_device_bytes) <= usable:
+                return lay
+    return Layout(tp=tps[-1])
+
+
+__all__ = ["admitted_memory", "engine_cap", "estimate_serving_memory", "one_request", "serving_layout",
+           "serving_start_bytes", "serving_usable"]

@@ -1,0 +1,229 @@
+"""Latencies of an engine's requests at a load, from its steady state (core/sizing/batching.py). Pure.
+
+Time to first token = the rest of the step running when the request arrives + its wait for prefill (M/G/1,
+Pollaczek-Khinchine: λE[S²]/2(1-ρ); Kingman's approximation for constant arrivals) + the steps that prefill its
+prompt. End-to-end = that + (output - 1) steps. Percentiles: the wait is 0 with probability 1 - ρ, else
+exponential (exact for M/M/1, the usual approximation for M/G/1); the rest is normal (the step's residual, the
+prompt and output length spread, the share of mixed steps a request decodes through); their sum's CDF is closed
+form (an exponentially modified Gaussian), inverted by bisection. The inter-token latency of a request is its mean
+time per output token after the first (vLLM's TPOT): normal around the mean step.
+
+Loads: an arrival rate (open), or a closed population of users with a think time, or a fixed concurrency (a
+closed population without think time), both solved for the arrival rate they make (λ = N / (think + e2e(λ))).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpuplan.core.sizing.batching import Engine, State, decode_steps, saturation_rate, solve_state
+
+PERCENTILES = (50, 90, 99)
+
+
+def _phi(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2))
+
+
+@dataclass(frozen=True, slots=True)
+class Dist:
+    """A latency: normal(mu, sigma) + a wait that is 0 with probability 1 - p, else exponential of mean theta."""
+
+    mu: float
+    sigma: float
+    p: float = 0.0
+    theta: float = 0.0
+
+    @property
+    def mean(self) -> float:
+        return self.mu + self.p * self.theta
+
+    def cdf(self, t: float) -> float:
+        s, th = self.sigma, self.theta
+        if s <= 0:
+            base = 1.0 if t >= self.mu else 0.0
+            tail = (1 - math.exp(-(t - self.mu) / th)) if th > 0 and t >= self.mu else base
+        else:
+            z = (t - self.mu) / s
+            base = _phi(z)
+            if th <= 0 or s / th > 30:
+                tail = _phi((t - self.mu - th) / s)
+            else:
+                expo = -(t - self.mu) / th + s * s / (2 * th * th)
+                tail = base - (math.exp(expo) * _phi(z - s / th) if expo < 700 else 0.0)
+        return (1 - self.p) * base + self.p * tail if self.p > 0 else base
+
+    def quantile(self, q: float) -> float:
+        """The time q (0-1) of requests stay within."""
+        lo = max(self.mu - 8 * self.sigma, 0.0)
+        hi = self.mu + 8 * self.sigma + (self.theta * (math.log(max(self.p, 1e-12) / (1 - q)) + 2)
+                                         if self.p > 0 and self.theta > 0 else 0.0) + 1e-12
+        for _ in range(48):
+            mid = (lo + hi) / 2
+            if self.cdf(mid) < q:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-5 * hi:
+                break
+        return max(hi, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """An engine's requests at one arrival rate: the state and the three latencies."""
+
+    state: State
+    ttft: Dist
+    itl: Dist
+    e2e: Dist
+
+    @property
+    def concurrency(self) -> float:
+        """Mean requests in flight (Little's law)."""
+        return self.state.rate * self.e2e.mean
+
+
+def _drift_var(e: Engine, s: State, window: float) -> float:
+    """Variance of the mean step time over a request's lifetime (`window` seconds) from the load it sees: the
+    arrivals in a lifetime are Poisson (relative spread about 1/sqrt(1 + λ·window)) and the step time follows the
+    load with elasticity g / (1 - g), g = (x - x_idle) / x the share of the step the load adds. Constant arrivals:
+    none."""
+    if not e.poisson or s.rate <= 0 or s.step_s <= 0 or window <= 0:
+        return 0.0
+    idle = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
+    # the secant from no load of the step time's elasticity u G'(u) / G(u) (x = G(λx)): exact for a step time linear
+    # in the load, and never falling as the load grows (the tangent jumps where the chunk count or the all-reduce
+    # algorithm changes)
+    gain = max(s.step_s - idle, 0.0) / s.step_s
+    rel = gain / (1 - gain) / math.sqrt(1 + s.rate * window)  # (1 +: a lifetime with no other arrival adds none)
+    return (rel * s.step_s) ** 2
+
+
+def latency(e: Engine, rate: float, state: State | None = None, queued_s: float = 0.0) -> Latency:
+    """The latencies of `e`'s requests at `rate` requests/s (a stable rate: see batching.saturation_rate).
+    `queued_s`: a wait before the engine admits a request (a closed load beyond what it holds)."""
+    s = state or solve_state(e, rate)
+    x, m = s.step_s, s.mixed_share
+    ex2 = (1 - m) * s.decode_s ** 2 + m * s.mixed_s ** 2
+    ex3 = (1 - m) * s.decode_s ** 3 + m * s.mixed_s ** 3
+    resid = ex2 / (2 * x) if x > 0 else 0.0
+    resid_var = max(ex3 / (3 * x) - resid ** 2, 0.0) if x > 0 else 0.0
+    rho = s.prefill_load
+    if rho > 0 and s.service_s > 0:
+        if e.poisson:
+            wait = rate * s.service_s2 / (2 * (1 - rho))
+        else:  # Kingman: no arrival spread, the service spread from the prompt lengths
+            cs2 = max(s.service_s2 / s.service_s ** 2 - 1, 0.0)
+            wait = rho / (1 - rho) * s.service_s * cs2 / 2
+        p_wait, theta = rho, wait / rho
+    else:
+        p_wait = theta = 0.0
+    own = s.own_prefill_s or s.chunks * s.mixed_s
+    own_sd = own * e.prompt_std / e.prompt if e.prompt > 0 else 0.0
+    ttft = Dist(queued_s + resid + own, math.sqrt(resid_var + own_sd ** 2), p_wait, theta)
+    dsteps = decode_steps(e)
+    # mixed steps come in runs of `chunks` (one prompt's chunks back to back): the count a request decodes through
+    # is a Poisson count of arrivals times the run length
+    step_var = m * (1 - m) * s.chunks * (s.mixed_s - s.decode_s) ** 2
+    drift = _drift_var(e, s, dsteps * x + own)
+    itl = Dist(x if dsteps > 0 else 0.0, math.sqrt(step_var / dsteps + drift) if dsteps > 0 else 0.0)
+    e2e_var = resid_var + own_sd ** 2 + (e.output_std * x) ** 2 + dsteps * step_var + dsteps ** 2 * drift
+    e2e = Dist(queued_s + resid + own + dsteps * x, math.sqrt(e2e_var), p_wait, theta)
+    return Latency(state=s, ttft=ttft, itl=itl, e2e=e2e)
+
+
+def closed_rate(e: Engine, users: float, think_s: float, sat: float | None = None) -> tuple[float, float]:
+    """(the arrival rate `users` requests in a loop make, each the next `think_s` after its answer: λ = N / (think
+    + e2e(λ)); the wait before admission). When they would ask for more than the engine sustains: its saturation
+    rate, and the rest of them wait in front of it (Little's law: N / λ - think - e2e)."""
+    top = saturation_rate(e) if sat is None else sat
+    if top <= 0:
+        return 0.0, 0.0
+
+    def excess(rate: float) -> float:
+        return rate * (think_s + latency(e, rate).e2e.mean) - users
+
+    hi = top * (1 - 1e-6)
+    short = excess(hi)
+    if short < 0:
+        return hi, -short / hi
+    lo, f_lo, f_hi, side = 0.0, -users, short, 0
+    for _ in range(60):  # Illinois false position: the excess grows with the rate
+        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        if not lo < mid < hi:
+            mid = (lo + hi) / 2
+        f = excess(mid)
+        if f < 0:
+            lo, f_lo = mid, f
+            if side == 1:
+                f_hi /= 2
+            side = 1
+        else:
+            hi, f_hi = mid, f
+            if side == -1:
+                f_lo /= 2
+            side = -1
+        if abs(f) <= 1e-6 * users:
+            return mid, 0.0
+        if hi - lo <= 1e-7 * hi:
+            break
+    return (lo + hi) / 2, 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """Objectives: each a time the `percentile` (0-100) of requests stay within, None when unconstrained."""
+
+    ttft_s: float | None = None
+    itl_s: float | None = None
+    e2e_s: float | None = None
+    percentile: float = 90.0
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.ttft_s, self.itl_s, self.e2e_s))
+
+    def missed(self, lat: Latency) -> str | None:
+        """The first objective `lat` misses ("ttft", "itl", "e2e"), or None."""
+        q = self.percentile / 100
+        for name, target, dist in (("ttft", self.ttft_s, lat.ttft), ("itl", self.itl_s, lat.itl),
+                                   ("e2e", self.e2e_s, lat.e2e)):
+            if target is not None and dist.quantile(q) > target:
+                return name
+        return None
+
+
+@lru_cache(maxsize=4096)
+def capacity(e: Engine, targets: Targets, max_utilization: float,
+             sat: float | None = None) -> tuple[float, str]:
+    """(the highest arrival rate within the objectives, what bounds it): without objectives, `max_utilization` of
+    the saturation rate. Latency grows with the rate, so the objectives are checked by bisection."""
+    top = saturation_rate(e) if sat is None else sat
+    if top <= 0:
+        return 0.0, solve_state(e, 1e-9).bound or "kv-cache"
+    if not targets.any:
+        return top * max_utilization, solve_state(e, top * 1.0001).bound or "compute"
+    hi = top * (1 - 1e-4)
+    first = targets.missed(latency(e, 1e-9 * top))
+    if first is not None:
+        return 0.0, first
+    bound = targets.missed(latency(e, hi))
+    if bound is None:
+        return hi, solve_state(e, top * 1.0001).bound or "compute"
+    lo = 0.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        why = targets.missed(latency(e, mid))
+        if why is None:
+            lo = mid
+        else:
+            hi, bound = mid, why
+        if hi - lo <= 5e-3 * hi:
+            break
+    return lo, bound
+
+
+__all__ = ["PERCENTILES", "Dist", "Latency", "Targets", "capacity", "closed_rate", "latency"]
