@@ -24,9 +24,10 @@ from gpuplan.catalog.prices import load_prices
 from gpuplan.catalog.server_rules import load_server_rules
 from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
+from gpuplan.core.audit.machine import MachineSpec
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
-from gpuplan.errors import InputError
+from gpuplan.errors import InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
 from gpuplan.schema.estimate import Note
@@ -46,7 +47,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
 
     `gpu`/`gpus` override the project's `hardware` section. Without hardware: one GPU, no parallelism.
     `catalog_files` add or replace hardware rows (`--catalog`); `catalog` passes a loaded one."""
-    project, base_dir = _load(project, base_dir)
+    project, base_dir, framework_notes = _load_noted(project, base_dir)
     hw = project.hardware or Hardware()
     if gpus is not None:
         try:
@@ -58,7 +59,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     if catalog is None:
         catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
     gpu_row = catalog.gpus.find(gpu_id, ["--gpu"] if gpu else ["hardware", "gpu"]) if gpu_id else None
-    catalog_notes: list[Note] = []
+    catalog_notes: list[Note] = list(framework_notes)
     if gpu_row is not None and not catalog.gpus.origins[gpu_row.id].file.startswith("gpuplan/"):
         origin = catalog.gpus.origins[gpu_row.id]
         catalog_notes.append(Note(code="catalog-user-row", message=f"GPU {gpu_row.id} comes from your catalog "
@@ -70,7 +71,15 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     model = _resolve(project, base_dir)
     return core_estimate.estimate(project, model.arch, hw, gpu_row, model_name=model.name, origin=model.origin,
                                   source=model.source, as_of=model.as_of, speed=load_speed_model(),
-                                  table=load_activation_table(), overheads=load_overheads(), notes=catalog_notes)
+                                  table=load_activation_table(), overheads=load_overheads(), notes=catalog_notes,
+                                  serving=_serving_data() if project.workload.task == "inference" else None)
+
+
+def _serving_data() -> Any:
+    """The serving engine's facts (data/serving.toml), for serving estimates."""
+    from gpuplan.catalog.serving import load_serving
+
+    return load_serving()
 
 
 def _resolve(project: Project, base_dir: Path | None) -> Any:
@@ -133,11 +142,26 @@ def _estimate_traced(project: Project, base_dir: Path | None, gpu_row: Any, gpus
 
 
 def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None) -> tuple[Project, Path | None]:
+    proj, base, _ = _load_noted(project, base_dir)
+    return proj, base
+
+
+def _load_noted(project: Project | dict[str, Any] | str | Path,
+                base_dir: Path | None) -> tuple[Project, Path | None, list[Note]]:
+    """The project as every step reads it: its `workload.framework`'s defaults filled in where the file leaves a
+    key unset (core/sizing/frameworks.py), with the note saying what the framework implied."""
     if isinstance(project, (str, Path)):
-        return load_project(project)
-    if isinstance(project, dict):
-        return parse_project(project), base_dir
-    return project, base_dir
+        project, base_dir = load_project(project)
+    elif isinstance(project, dict):
+        project = parse_project(project)
+    from gpuplan.catalog.frameworks import load_frameworks
+    from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
+
+    w, implied = apply_framework(project.workload, load_frameworks())
+    if not implied:
+        return project, base_dir, []
+    note = Note(code="framework-defaults", message=framework_note_text(w.framework or "", implied))
+    return project.model_copy(update={"workload": w}), base_dir, [note]
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
@@ -159,25 +183,59 @@ def _builtin_bundle() -> Bundle:
 
 def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
     host, needs = load_host_support()
+    from gpuplan.catalog.serving import load_serving
+
     return Bundle(catalog=catalog, prices=prices, speed=load_speed_model(), table=load_activation_table(),
                   overheads=load_overheads(), rules=load_server_rules(), fx=load_fx(), host_support=host,
-                  platform_needs=needs, today=datetime.date.today())
+                  platform_needs=needs, today=datetime.date.today(), serving=load_serving())
 
 
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
          headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
-         catalog_files: Sequence[str | Path] = (), price_files: Sequence[str | Path] = ()) -> PlanResult:
+         catalog_files: Sequence[str | Path] = (), price_files: Sequence[str | Path] = (),
+         have: MachineSpec | str | Path | None = None) -> PlanResult:
     """The servers to get for a project: candidates that fit (with headroom and planned growth) and meet the
     deadline and budget, ranked by the objective, with the decision checklist answered (core/advise.py). Raises
-    InfeasibleError naming the binding constraint and the gap when nothing qualifies."""
-    proj, base = _load(project, base_dir)
+    InfeasibleError naming the binding constraint and the gap when nothing qualifies.
+
+    `have`: the server the team already has (a MachineSpec, or the path of a `check --server` file): the plan then
+    answers first whether it can do the job and how, and what to add, rent or buy for the rest (`PlanResult.have`,
+    core/owned/assess.py)."""
+    proj, base, framework_notes = _load_noted(project, base_dir)
     if headroom is not None:
         proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})
     bundle = load_bundle(catalog=catalog, catalog_files=catalog_files, price_files=price_files)
+    if have is not None and proj.model.trace:
+        raise InputError(["--have"], "needs a model the estimator sizes: a traced model (model.trace) is not "
+                         "re-estimated on the owned server", "model.preset, model.hf or model.hf_config")
+    if have is not None and not isinstance(have, MachineSpec):
+        from gpuplan.probe import read_server_file
+
+        have = read_server_file(have, bundle.catalog)
     traced = _trace_project(proj, base) if proj.model.trace else None
-    arch = _resolve(proj, base).arch if traced is None else None
-    return advise.plan(proj, bundle, arch=arch, traced=traced, objective=objective, top=top,  # type: ignore[arg-type]
-                       clock=time.perf_counter)
+    model = _resolve(proj, base) if traced is None else None
+    try:
+        result = advise.plan(proj, bundle, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
+                             objective=objective, top=top, clock=time.perf_counter)
+    except InfeasibleError as exc:
+        if have is None or model is None:
+            raise
+        # nothing to buy or rent qualifies: the owned server may still do the job (else the error stands)
+        from gpuplan.core.owned.assess import plan_without_candidates
+
+        result, infeasible = plan_without_candidates(proj, bundle, objective, str(exc)), exc
+    else:
+        infeasible = None
+    if framework_notes:
+        result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})
+    if have is None or model is None:
+        return result
+    from gpuplan.core.owned.assess import assess_owned
+
+    owned = assess_owned(proj, model.arch, model.name, have, bundle, result)
+    if infeasible is not None and not owned.can_do:
+        raise infeasible
+    return result.model_copy(update={"have": owned})
 
 
 def _median_rent(price_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None) -> dict[str, float]:
@@ -204,7 +262,16 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
     head = headroom if headroom is not None else proj.constraints.memory_headroom
     usable = int(row.memory_gib * GIB * (1 - head))
     arch = _resolve(proj, base).arch
-    limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads())
+    engine = _serving_data().engine if proj.workload.task == "inference" else None
+    if engine is not None:  # the engine's share of each GPU; no layout given: the one plan would pick
+        from gpuplan.core.sizing.engine_memory import serving_layout, serving_usable
+        from gpuplan.core.sizing.params import count_params
+
+        usable = serving_usable(int(row.memory_gib * GIB), proj.workload, engine, head)
+        if n > 1 and lay == Layout():
+            lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine)
+    limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads(),
+                        engine=engine)
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
                      usable_bytes=usable, limits=limits)

@@ -391,3 +391,34 @@ def test_skypilot_errors_name_the_row(tmp_path: Path) -> None:
                          "gpu_8x_h100_sxm5,H100,8.0,208,1800,23.92,us-east-1,,,2026-07-27\n")
     [row] = _sky(dated)
     assert (row.provider, row.as_of, row.price_per_gpu_hour) == ("Lambda gpu_8x_h100_sxm5", dt.date(2026, 7, 27), 2.99)
+
+
+#: datacenter GPUs of the catalog with no managed-hosting (monthly dedicated server) row: searched for on
+#: providers' public price pages (OVHcloud, Hetzner, Leaseweb, Cherry Servers, Latitude.sh, Hot Aisle, Vultr,
+#: Scaleway, Genesis Cloud, TensorWave, Hyperstack, Voltage Park, Intel Tiber AI Cloud, IBM Cloud) on 2026-12-01
+#: and not found published; a plan for one of them says "managed: no managed price" next to its other options
+#: (deployment.gaps). Adding a row for one of them means taking it out of this set.
+NO_MANAGED_PRICE = {
+    "a10-24gb", "a100-pcie-40gb", "a100-sxm-40gb", "a10g-24gb", "a30-24gb", "a40-48gb", "gaudi2-96gb",
+    "gaudi3-128gb", "gb200-186gb", "h100-nvl-94gb", "h200-nvl-141gb", "l40-48gb", "mi250x-128gb", "mi325x-256gb",
+    "t4-16gb", "v100-pcie-32gb", "v100-sxm2-16gb", "v100-sxm2-32gb",
+}
+
+
+def test_datacenter_gpus_without_a_managed_price_are_the_known_ones() -> None:
+    hosted = {h.gpu_id for h in HOSTING}
+    missing = {gid for gid, g in GPUS.items() if g.market_class == "datacenter" and gid not in hosted}
+    assert missing == NO_MANAGED_PRICE
+
+
+def test_a_plan_says_no_managed_price_next_to_the_others() -> None:
+    """Issue #13: where managed hosting has no price for the GPU, the report says so beside the options it prices."""
+    from gpuplan import api
+    from gpuplan.catalog.loader import example_path, load_project
+
+    proj, base = load_project(example_path("llama3-8b-qlora"))
+    proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"gpus": ["h100-nvl-94gb"]})})
+    rec = api.plan(proj, base_dir=base).recommendation
+    assert rec is not None and rec.deployment is not None
+    assert {d.option for d in rec.deployments} == {"on-prem", "cloud"}
+    assert any(g.startswith("managed: no managed price") and "h100-nvl-94gb" in g for g in rec.deployment.gaps)

@@ -26,6 +26,7 @@ from gpuplan.cli.common import (
 from gpuplan.errors import GpuplanError
 
 if TYPE_CHECKING:
+    from gpuplan.core.audit.machine import MachineSpec
     from gpuplan.schema.plan import PlanResult
 
 
@@ -47,6 +48,12 @@ def plan(
                                                             "reason, the server's rules and the GPUs not chosen.")] = False,
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
+    have: Annotated[Optional[Path], typer.Option("--have", help="The server you already have, as a server file "
+                                                               "(the `check --server` format, docs/check.md): the "
+                                                               "plan answers first whether it can do the job and "
+                                                               "how, then what to add, rent or buy.")] = None,
+    this_machine: Annotated[bool, typer.Option("--this-machine", help="Like --have, for this machine (probed: CPU, "
+                                                                      "RAM, disks, NVIDIA GPUs).")] = False,
 ) -> None:
     """Which server to get: balanced candidates that fit, ranked, with the decision checklist answered.
     Exit 1 when nothing satisfies the project (the message names the binding constraint)."""
@@ -58,9 +65,10 @@ def plan(
 
     try:
         path = project_path(project, example, "plan")
+        owned = _owned(have, this_machine, catalog or [])
         with progress("searching GPU servers…"):
             result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
-                              catalog_files=catalog or [], price_files=prices or [])
+                              catalog_files=catalog or [], price_files=prices or [], have=owned)
     except GpuplanError as exc:
         fail(exc)
     try:
@@ -79,6 +87,22 @@ def plan(
         except GpuplanError as exc:
             fail(exc)
         Console(stderr=True).print(f"wrote {out}")
+
+
+def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> MachineSpec | None:
+    """The server the team has: read from --have, probed with --this-machine, or None."""
+    if have is None and not this_machine:
+        return None
+    from gpuplan.errors import InputError
+
+    if have is not None and this_machine:
+        raise InputError(["--have"], "give one of --have FILE (a server file) and --this-machine (probe this "
+                                     "machine), not both")
+    from gpuplan.catalog.hardware import load_catalog
+    from gpuplan.probe import probe_machine, read_server_file
+
+    cat = load_catalog(catalog)
+    return probe_machine(catalog=cat) if this_machine else read_server_file(have or Path(), cat)
 
 
 def _document(result: PlanResult, format: PlanFormat, out: Path | None, force: bool, lang: str, top: int,

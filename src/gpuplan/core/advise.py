@@ -21,7 +21,7 @@ from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import Candidate, PlanResult, Rejected
+from gpuplan.schema.plan import Candidate, GrowthRow, PlanResult, Rejected
 from gpuplan.schema.project import Objective, Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money
@@ -49,6 +49,7 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),
         clock=clock, evidence=evidence_by_gpu(catalog.gpus.rows.values(), bundle.speed, bundle.prices, bundle.today),
+        serving=bundle.serving,
     )
     if traced is not None:
         out = search_traced(inp, traced, obj)
@@ -74,8 +75,14 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
     return PlanResult(project=project.name, objective=obj, recommendation=rec, candidates=shown,
                       rejected=rejected, checklist=checklist, faq=faq,
                       stats=out.stats, notes=notes,
-                      headroom=memory_headroom(project), growth_view=out.growth_view, currency=currency,
+                      headroom=memory_headroom(project), growth_view=_shown_growth(out, shown), currency=currency,
                       usd_rate=bundle.fx[currency])
+
+
+def _shown_growth(out: SearchOutput, shown: list[Candidate]) -> list[GrowthRow]:
+    """The growth view of the shown candidates only (one over budget is rejected after the search built it)."""
+    keys = {(c.gpu_id, c.gpus_per_server, c.servers) for c in shown}
+    return [g for g in out.growth_view if (g.gpu_id, g.gpus_per_server, g.servers) in keys]
 
 
 def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency: str,

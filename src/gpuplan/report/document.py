@@ -7,9 +7,10 @@ from __future__ import annotations
 import html
 
 from gpuplan.report import figures
+from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
+from gpuplan.report.have import OPTION_HEAD, WAY_HEAD, have_lines, option_rows, way_rows
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
-from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
@@ -78,7 +79,7 @@ def _spec(c: Candidate, lang: str) -> str:
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
     nf = numbers(lang)
     return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c, lang),
-             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf, result), nf.num(c.score, 2)]
+             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf, result), nf.sig(c.score)]
             for c in result.candidates]
 
 
@@ -193,8 +194,13 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
     notes and the assumptions and sources."""
     check_lang(lang)
     rec = result.recommendation
-    out = [f"# {t('title', lang, project=result.project)}", "", f"## {t('h_verdict', lang)}", "",
-           " ".join(_verdict(result, lang)), ""]
+    out = [f"# {t('title', lang, project=result.project)}", ""]
+    if result.have is not None:  # the server the team has comes first (plan --have); its texts are English
+        h = result.have
+        out += ["## The server you have", "", have_lines(h)[0], "", f"**{have_lines(h)[1]}**", ""]
+        out += (_md_table(WAY_HEAD, way_rows(h)) + [""] if h.ways else [])
+        out += _md_table(OPTION_HEAD, option_rows(h, result.currency)) + [""]
+    out += [f"## {t('h_verdict', lang)}", "", " ".join(_verdict(result, lang)), ""]
     if rec is not None:
         out += [f"## {t('h_server', lang)}", "", f"{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}", ""]
         out += [f"- {r}" for r in rec.server.reasons + rec.reasons]
@@ -301,8 +307,14 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     title = t("title", lang, project=result.project)
     out = ["<!DOCTYPE html>", f'<html lang="{lang}">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
-           f"<style>\n{CSS}\n</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>",
-           f"<h2>{_e(t('h_verdict', lang))}</h2>", f'<p class="verdict">{_e(" ".join(_verdict(result, lang)))}</p>']
+           f"<style>\n{CSS}\n</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>"]
+    if result.have is not None:
+        h = result.have
+        out += ["<h2>The server you have</h2>", f"<p>{_e(have_lines(h)[0])}</p>",
+                f'<p class="verdict">{_e(have_lines(h)[1])}</p>']
+        out += _html_table(WAY_HEAD, way_rows(h)) if h.ways else []
+        out += _html_table(OPTION_HEAD, option_rows(h, result.currency), num={3, 4})
+    out += [f"<h2>{_e(t('h_verdict', lang))}</h2>", f'<p class="verdict">{_e(" ".join(_verdict(result, lang)))}</p>']
     if rec is not None:
         out += [f"<h2>{_e(t('h_server', lang))}</h2>",
                 f"<p>{_e(f'{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}')}</p>"]

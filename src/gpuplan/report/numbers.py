@@ -39,6 +39,11 @@ class Numbers:
             text = text.replace(",", NNBSP).replace(".", ",")
         return text
 
+    def sig(self, x: float, digits: int = 3) -> str:
+        """x to `digits` significant digits (a ranking score: 0.000123, 1.24, 12.3), in the language's notation."""
+        text = f"{x:.{digits}g}"
+        return text.replace(".", ",") if self.lang == "fr" else text
+
     def pct(self, fraction: float, decimals: int = 0) -> str:
         """A fraction as a percentage: 0.125 -> "12.5%" (en), "12,5 %" (fr)."""
         text = f"{fraction:.{decimals}%}"

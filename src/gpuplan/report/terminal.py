@@ -296,6 +296,11 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
     and every GPU not chosen with why."""
     rec = result.recommendation
     console.print(Rule(Text(f"gpuplan plan: {result.project}", style="bold"), align="left"))
+    if result.have is not None:  # the server the team has comes first; then what to get instead
+        from gpuplan.report.have import render_have_text
+
+        render_have_text(result.have, console, result.currency, details)
+        console.print(Rule(Text("If you buy or rent instead", style="bold"), align="left"))
     if rec is not None:
         console.print(_verdict(result, rec))
         why = why_reasons(rec)
@@ -306,13 +311,15 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         _memory(console, rec, result.headroom)
     else:
         console.print(Text("No recommendation: no candidate meets the project.", style="bold red"))
-    console.print(_candidates(result, top))
+    if result.candidates:
+        console.print(_candidates(result, top))
     if rec is not None:
         if rec.deployments:
             console.print(_deployments(rec))
         else:
             console.print("Deployment costs: no price list covers this configuration (add quotes with --prices).")
-    _checklist(console, result, details)
+    if result.checklist:
+        _checklist(console, result, details)
     _faq(console, result, details)
     for n in result.notes:
         console.print(Text(f"· {n.message}"))

@@ -11,6 +11,7 @@ from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.estimate import ActivationTable, Overheads
 from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.rules import ServerRules
+from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import SpeedModel
 
 
@@ -29,6 +30,8 @@ class Bundle:
     platform_needs: dict[str, str]
     #: the date prices are judged stale against
     today: datetime.date
+    #: the serving engine's facts (data/serving.toml): serving plans and estimates need them
+    serving: ServingData | None = None
 
 
 __all__ = ["Bundle"]

@@ -16,6 +16,7 @@ from pydantic import (
 
 from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.owned import HaveKind, HaveOption, HaveResult, HaveWay
 from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
 
@@ -249,7 +250,8 @@ class PlanStats(_Out):
     same_cost_usd: float = 0.0
     #: candidates that qualified (the plan shows the first `top` of them)
     candidates_kept: int = 0
-    #: the lowest cost_usd among them: what the cost objective's 10% buckets count from (with same_cost_usd)
+    #: the lowest cost_usd among them (those with adequate evidence, when any has): what the cost objective's 10%
+    #: buckets count from (with same_cost_usd)
     cheapest_cost_usd: float | None = None
 
 
@@ -295,11 +297,20 @@ class PlanResult(_Out):
     #: prices (price_usd, cost_usd) are converted with it for display
     currency: str = "USD"
     usd_rate: float = 1.0
+    #: `plan --have` / `--this-machine`: the server the team has, first (left out of the JSON without it)
+    have: HaveResult | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_have(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        out: dict[str, object] = handler(self)
+        if out.get("have", 0) is None:
+            del out["have"]
+        return out
 
 
-__all__ = ["Candidate", "CandidateLayout", "Evidence", "ChecklistItem", "Deployment", "DeploymentChoice", "FaqAnswer", "GrowthRow", "PlanResult",
-           "PlanStats", "RejectCode", "Rejected", "ServerNeeds",
-           "ServerSpec", "Verdict"]
+__all__ = ["Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence", "FaqAnswer",
+           "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats", "RejectCode",
+           "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
 
 
 class FitLimit(_Out):

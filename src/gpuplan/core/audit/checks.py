@@ -287,7 +287,8 @@ def _memory_fixes(alts: Sequence[Alternative], dev: int, headroom: float, catalo
                   production: bool) -> list[str]:
     """Changes that bring the job within the GPU's memory: software first, then more GPUs, then a larger GPU."""
     ok = [a for a in alts if a.fits]
-    out = [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if not a.needs_hardware][:3]
+    # every software change the estimate confirms (issue #13: not a fixed few), then the fewest more GPUs
+    out = [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if not a.needs_hardware]
     out += [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if a.needs_hardware][:1]
     if not ok and alts:
         best = min(alts, key=lambda a: a.device_bytes)

@@ -36,7 +36,8 @@ def median_rent(book: PriceBook, fx: dict[str, float]) -> dict[str, float]:
     return {gid: statistics.median(v) for gid, v in rows.items()}
 
 
-def _assumptions(proj: Project, book: PriceBook, fx: dict[str, float], currency: str) -> Assumptions:
+def cost_assumptions(proj: Project, book: PriceBook, fx: dict[str, float], currency: str) -> Assumptions:
+    """The cost model's inputs for `proj` in `currency`: the project's `deployment` values over data/tco.toml's."""
     dep = proj.deployment
     production = proj.goals.purpose == "production"
     data = {k: (a.value, f"{a.source}, {a.as_of}") for k, a in book.assumptions.items()}
@@ -52,7 +53,7 @@ def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx:
     """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen."""
     dep = proj.deployment
     production = proj.goals.purpose == "production"
-    assumptions = _assumptions(proj, book, fx, currency)
+    assumptions = cost_assumptions(proj, book, fx, currency)
     horizon = proj.growth.horizon_months
     serving = proj.workload.task == "inference"
     fx_note = f"amounts in {currency}: 1 USD = {fx[currency]:g} {currency} (data/fx.toml)"
@@ -91,10 +92,10 @@ def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx:
 def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
     """The deployment options asked for that no price covers for this GPU, said next to the others."""
     have = {d.option for d in deps}
-    what = {"on-prem": "no purchase price", "managed": "no managed-hosting (monthly dedicated server) price",
+    what = {"on-prem": "no purchase price", "managed": "no managed price (no monthly dedicated-server offer)",
             "cloud": "no cloud GPU-hour price"}
     return [f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)" for o in options
             if o not in have]
 
 
-__all__ = ["OVERRIDES", "median_rent", "with_deployments"]
+__all__ = ["OVERRIDES", "cost_assumptions", "median_rent", "with_deployments"]
