@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -44,6 +43,7 @@ from gpuplan import api
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import serving_loso  # the sibling module, importable however this file is run
+from speed_accuracy import pct  # the percentile every accuracy benchmark reports
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "serving_cases.yaml"
@@ -199,15 +199,6 @@ def evaluate(case: dict[str, Any]) -> dict[str, Any]:
         row["metrics"][metric] = {"measured": meas, "predicted": p,
                                   "error": None if p is None else (p - meas) / meas}
     return row
-
-
-def pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    k = (len(s) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -183,11 +183,9 @@ def _builtin_bundle() -> Bundle:
 
 def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
     host, needs = load_host_support()
-    from gpuplan.catalog.serving import load_serving
-
     return Bundle(catalog=catalog, prices=prices, speed=load_speed_model(), table=load_activation_table(),
                   overheads=load_overheads(), rules=load_server_rules(), fx=load_fx(), host_support=host,
-                  platform_needs=needs, today=datetime.date.today(), serving=load_serving())
+                  platform_needs=needs, today=datetime.date.today(), serving=_serving_data())
 
 
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
