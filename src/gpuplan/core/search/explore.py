@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick
 from gpuplan.core.search.growth import growth_rows, leanest
-from gpuplan.core.search.ranking import rank, same_cost_usd
+from gpuplan.core.search.ranking import rank, reference, same_cost_usd
 from gpuplan.core.search.serving_shapes import serve_more
 from gpuplan.core.search.shapes import (
     PER_SERVER,
@@ -386,8 +386,7 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top
         picks.append(k)
     growth = s.growth_view(picks, growth_top)
     shown = [materialize(s.ctx, k) for k in (picks[:top] if top else picks)]
-    ref = [k for k in picks if k.adequate] or picks  # what the ranking's buckets count from (ranking.rank)
-    priced = [k.cost_usd for k in ref if k.cost_usd is not None]
+    priced = [k.cost_usd for k in reference(picks, lambda k: k.adequate) if k.cost_usd is not None]
     stats = PlanStats(candidates_evaluated=s.evaluated + s.timed, search_seconds=inp.clock() - t0,
                       gpu_types=len(s.gpus), same_cost_usd=same_cost, candidates_kept=len(picks),
                       cheapest_cost_usd=min(priced) if priced else None)

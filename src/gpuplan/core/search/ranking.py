@@ -117,6 +117,12 @@ def pareto_front(costs: Sequence[float], times: Sequence[float]) -> list[bool]:
     return out
 
 
+def reference(cands: Sequence[T], adequate: Callable[[T], bool]) -> list[T]:
+    """The candidates the buckets count from (the cheapest, the fastest): those that can win. An unproven GPU,
+    which ranks after every adequate one, does not move the buckets of the others."""
+    return [c for c in cands if adequate(c)] or list(cands)
+
+
 def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
          adequate: Callable[[T], bool] | None = None) -> list[tuple[T, float, bool]]:
     """(candidate, score, on the Pareto front), best first. Score (lower is better) by the objective. Cost is the
@@ -127,9 +133,7 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     if not cands:
         return []
     first = adequate or (lambda c: True)
-    # the cheapest and the fastest are those of the candidates that can win: an unproven GPU (which ranks after
-    # every adequate one) does not move the buckets of the others
-    ref = [c for c in cands if first(c)] or list(cands)
+    ref = reference(cands, first)
     priced = [c.cost_usd for c in ref if c.cost_usd is not None]
     p_min = min(priced) if priced else 1.0
     t_min = min(_time(c) for c in ref) or 1e-9
@@ -165,5 +169,5 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
                                       _time(r[0])))
 
 
-__all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank",
+__all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank", "reference",
            "same_cost_usd"]
