@@ -12,7 +12,9 @@ Load: `concurrency: N` is given as `workload.batch_size: N` (N requests in fligh
 holds at once (`inference.kv_cache_requests`), up to the engine's `max_concurrency`. Continuous-batching engines get
 `prefill_tokens: 8192` (the engine's token budget per step, vLLM's and TensorRT-LLM's common default;
 an assumption, printed under the table); static batches are prefilled whole, as the source's benchmark runs
-them.
+them. A row's `engine_flags` are the engine settings its source ran with (cited in `engine_flags_source`):
+`max_num_batched_tokens` (the workload's `prefill_tokens`), `max_num_seqs` and `kv_read_per_query_head` (the
+engine's decode attention without a grouped-query kernel), given to the engine in place of its defaults.
 
 Keys read: the issue-14 keys when the API has them (`inference.itl_s`, `inference.ttft_s`, `inference.e2e_s` as
 {p50, p90, p99}, with `mean` preferred where the source reports means, and for e2e then
@@ -87,7 +89,10 @@ def build_project(case: dict[str, Any], batch_size: int | None = None) -> dict[s
         workload["arrival_rate"] = float(load["request_rate"])
     else:
         raise ValueError(f"{case['id']}: a max-load row needs a batch size (see max_batch)")
-    if case.get("batching") == "continuous":
+    flags = case.get("engine_flags") or {}
+    if flags.get("max_num_batched_tokens"):
+        workload["prefill_tokens"] = int(flags["max_num_batched_tokens"])
+    elif case.get("batching") == "continuous":
         workload["prefill_tokens"] = CONTINUOUS_TOKEN_BUDGET
     return {
         "name": case["id"],
@@ -166,7 +171,21 @@ def measured(case: dict[str, Any]) -> dict[str, float]:
 
 
 def evaluate(case: dict[str, Any]) -> dict[str, Any]:
-    """One row: the batch it ran at, the keys read, and per metric the measurement, prediction and error."""
+    """One row: the batch it ran at, the keys read, and per metric the measurement, prediction and error; with the
+    engine's `max_num_seqs` the source ran at (`engine_flags`), else the engine's default."""
+    flags = case.get("engine_flags") or {}
+    values: dict[str, Any] = {}
+    if flags.get("max_num_seqs"):
+        values.update(max_num_seqs_large=int(flags["max_num_seqs"]), max_num_seqs_small=int(flags["max_num_seqs"]))
+    if flags.get("kv_read_per_query_head"):
+        values["kv_read_per_query_head"] = True
+    if not values:
+        return _evaluate(case)
+    with serving_loso.engine_values(values):
+        return _evaluate(case)
+
+
+def _evaluate(case: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"id": case["id"], "engine": case["engine"], "gpu": case["gpu"], "gpus": case["gpus"],
                            "model": case["model"], "source": case["source"], "as_of": case["as_of"]}
     if case["load"].get("max"):
@@ -285,8 +304,9 @@ def markdown_section(rows: list[dict[str, Any]], summary: list[dict[str, Any]], 
            "degree, dtypes, prompt and output lengths and load) through `gpuplan.api.estimate` and compares "
            "output tokens/s, inter-token latency, time to first token and end-to-end time. Rows at maximum load "
            "run at the requests gpuplan's KV cache holds at once (up to the engine's cap); continuous-batching "
-           f"rows get a token budget of {CONTINUOUS_TOKEN_BUDGET} per step. What each source leaves unstated is "
-           "listed under `assumed:` in the cases file."), "",
+           f"rows get a token budget of {CONTINUOUS_TOKEN_BUDGET} per step unless the source states its engine "
+           "flags (`engine_flags`: token budget, max_num_seqs, decode attention without a grouped-query kernel). "
+           "What each source leaves unstated is listed under `assumed:` in the cases file."), "",
            "Keys read: " + "; ".join(f"{LABEL[m]} from `{', '.join(k)}`" for m, k in keys.items()) + ".", "",
            *summary_lines(summary, markdown=True), *loso_lines(cal, markdown=True), "",
            "<details><summary>Every row</summary>", "",

@@ -69,6 +69,24 @@ def test_tp_decode_all_reduce_is_microseconds_on_nvlink() -> None:
     assert all_reduce(GPUS["l40s-48gb"], SM, SD, 4, 8).kind == "pcie"
 
 
+def test_kv_read_per_query_head_multiplies_gqa_kv_traffic_only() -> None:
+    """An engine without a grouped-query decode kernel (TensorRT-LLM before XQA) reads a KV head once per query head
+    of its group: 8x the KV traffic of Llama 3.1 70B (64 query, 8 KV heads) at tp 2, 4 and 8; none for a model
+    whose heads are all KV heads; the weights and matmuls do not change."""
+    per_head = SD.model_copy(update={"engine": SD.engine.model_copy(update={"kv_read_per_query_head": True})})
+    h100, w = GPUS["h100-sxm-80gb"], Workload(task="inference")
+    for tp in (2, 4, 8):
+        a = step_cost(L70, count_params(L70), w, Layout(tp=tp), h100, SM, SD, 8)
+        b = step_cost(L70, count_params(L70), w, Layout(tp=tp), h100, SM, per_head, 8)
+        assert b.kv_s_per_token == pytest.approx(8 * a.kv_s_per_token)
+        assert (b.weights_s, b.decode_flop_s) == (a.weights_s, a.decode_flop_s)
+    mha = arch_from_hf_config(load_presets()["llama-2-7b"].config)
+    assert mha.num_heads == mha.num_kv_heads
+    a = step_cost(mha, count_params(mha), w, Layout(tp=1), h100, SM, SD, 8)
+    b = step_cost(mha, count_params(mha), w, Layout(tp=1), h100, SM, per_head, 8)
+    assert b.kv_s_per_token == pytest.approx(a.kv_s_per_token)
+
+
 def test_kv_cache_is_prompt_and_output_in_blocks() -> None:
     p = count_params(L70)
     w = Workload(task="inference", batch_size=2, context_length=1000, output_tokens=100)

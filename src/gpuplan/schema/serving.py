@@ -122,6 +122,10 @@ class EngineDefaults(_Frozen):
     decode_kernel_s: float = Field(gt=0, lt=1e-3)
     #: the decode-attention kernels read the KV cache at this fraction of the bandwidth the weights are read at
     attention_bandwidth_ratio: float = Field(gt=0, le=1.5)
+    #: the decode-attention kernel reads each KV head once per query head of its group (TensorRT-LLM before its
+    #: XQA kernel: one thread block per query head), not once per group (vLLM's paged attention, FlashInfer, XQA);
+    #: an engine's property, not a default: off unless a caller says so
+    kv_read_per_query_head: bool = False
 
 
 class AllReduceCost(_Frozen):

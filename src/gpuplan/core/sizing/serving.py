@@ -62,6 +62,8 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
     kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
     ctx = max(int(resolve(arch, w).seq + (w.output_tokens or 256) / 2), 1)
     kv_token = kv_cache_bytes(arch, 1, ctx, kv_b) / ctx / min(tp, max(arch.num_kv_heads, 1)) / pp
+    if serving.engine.kv_read_per_query_head:  # each query head of a GPU reads its KV head's cache itself
+        kv_token *= max(arch.num_heads / max(arch.num_kv_heads, tp), 1.0)
     layers = arch.num_layers + arch.num_decoder_layers
     flop_token = 2 * (p.active - p.embedding) / mp
     ar = all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None
