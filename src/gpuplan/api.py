@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
 from gpuplan.catalog.loader import (
@@ -24,7 +24,6 @@ from gpuplan.catalog.prices import load_prices
 from gpuplan.catalog.server_rules import load_server_rules
 from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
-from gpuplan.core.audit.machine import MachineSpec
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
 from gpuplan.errors import InfeasibleError, InputError
@@ -37,6 +36,9 @@ from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB
+
+if TYPE_CHECKING:  # imported when a plan has a machine (the audit's modules are not needed otherwise)
+    from gpuplan.core.audit.machine import MachineSpec
 
 
 def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
@@ -206,6 +208,8 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     if have is not None and proj.model.trace:
         raise InputError(["--have"], "needs a model the estimator sizes: a traced model (model.trace) is not "
                          "re-estimated on the owned server", "model.preset, model.hf or model.hf_config")
+    if have is not None:
+        from gpuplan.core.audit.machine import MachineSpec
     if have is not None and not isinstance(have, MachineSpec):
         from gpuplan.probe import read_server_file
 

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from gpuplan.catalog.loader import load_activation_table, load_overheads
 from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory, resolve
+from gpuplan.core.sizing.levels import _levels
 from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -66,6 +67,32 @@ def test_parts_sum_to_the_peak_and_levels_are_ordered(arch: ModelArch, w: Worklo
         r = resolve(arch, w)
         terms = TrainingTerms(arch, count_params(arch), w, Layout(), 1, TABLE)
         assert terms.device_bytes(r.batch, 1, OH) == m.device_bytes
+
+
+@settings(max_examples=200, deadline=None)
+@given(archs(), workloads(), st.sampled_from([(0, 1, 1), (1, 2, 1), (2, 1, 2), (3, 4, 1), (3, 2, 4), (0, 8, 2)]),
+       st.sampled_from([1, 2, 8, 16, 64]), st.integers(1, 32), st.integers(1, 16))
+def test_the_search_fast_path_equals_the_phases_byte_for_byte(arch: ModelArch, w: Workload,
+                                                              layout: tuple[int, int, int], gpus: int, batch: int,
+                                                              microbatches: int) -> None:
+    """TrainingTerms.device_bytes (the search's arithmetic, parts rounded once) gives what the estimate's phases
+    give through _levels, on any layout, micro-batch and gradient accumulation, and terms built with a shared
+    cache (as the search shares them between layouts) equal terms built alone."""
+    if w.task == "inference":
+        return
+    zero, tp, pp = layout
+    if gpus % (tp * pp):
+        gpus = tp * pp
+    lay = Layout(zero=zero, tp=tp, pp=pp)
+    p = count_params(arch)
+    shared: dict[tuple[object, ...], object] = {}
+    for other in (Layout(), Layout(zero=3, tp=tp)):  # fill the cache from other layouts first
+        TrainingTerms(arch, p, w, other, max(gpus, tp), TABLE, shared)
+    alone = TrainingTerms(arch, p, w, lay, gpus, TABLE)
+    cached = TrainingTerms(arch, p, w, lay, gpus, TABLE, shared)
+    want = _levels(alone.phases(batch, microbatches), 0.0, OH, gpus, lay, True)[5]
+    assert alone.device_bytes(batch, microbatches, OH) == want
+    assert cached.device_bytes(batch, microbatches, OH) == want
 
 
 @settings(max_examples=100, deadline=None)

@@ -22,7 +22,7 @@ R = TypeVar("R", bound=CatalogRow)
 class Origin(BaseModel):
     """Where a row comes from, and the built-in row it replaced, if any."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     file: str
     overrides_builtin: bool = False
@@ -31,7 +31,7 @@ class Origin(BaseModel):
 class Table(BaseModel, Generic[R]):
     """The rows of one kind, by id, with where each came from."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: str
     rows: dict[str, R]
@@ -52,7 +52,7 @@ class Table(BaseModel, Generic[R]):
 class Catalog(BaseModel):
     """All hardware tables."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     gpus: Table[Gpu]
     cpus: Table[Cpu]

@@ -50,7 +50,7 @@ def _takes_bool(annotation: Any) -> bool:
 class CatalogRow(DataRow):
     """Fields every catalog row has."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     id: str = Field(pattern=ID_PATTERN)
     name: str = Field(min_length=1)
@@ -65,7 +65,7 @@ class CatalogRow(DataRow):
 class Tflops(DataRow):
     """Dense peak throughput in TFLOPS (TOPS for int8). None: the chip has no such unit."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     fp32: float = Field(gt=0)
     tf32: float | None = Field(None, gt=0)
@@ -81,7 +81,7 @@ class Tflops(DataRow):
 class Interconnect(DataRow):
     """How GPUs talk: the scale-up link (NVLink, Infinity Fabric) and the PCIe host link."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: LinkKind
     #: total bidirectional GPU-to-GPU bandwidth per GPU over the scale-up link, GB/s (0 when none)
@@ -101,7 +101,7 @@ class Interconnect(DataRow):
 class Price(DataRow):
     """A reference purchase price per GPU, with its date and source."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     usd: float = Field(gt=0)
     as_of: datetime.date

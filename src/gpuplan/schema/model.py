@@ -26,7 +26,7 @@ Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class MoE(_Frozen):

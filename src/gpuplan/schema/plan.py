@@ -24,7 +24,7 @@ Verdict = Literal["pass", "warn", "fail", "not evaluated"]
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
 
 class ServerNeeds(_Out):

@@ -18,7 +18,7 @@ Currency = Literal["USD", "EUR"]
 
 
 class _Row(DataRow):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     source: str = Field(min_length=1)
     as_of: datetime.date
@@ -80,7 +80,7 @@ __all__ = ["Assumption", "CloudKind", "CloudPrice", "Currency", "HostingOffer", 
 class PriceBook(BaseModel):
     """Every price row gpuplan plans with: the built-in lists and the user's (--prices), and the cost assumptions."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     cloud: list[CloudPrice]
     hosting: list[HostingOffer]

@@ -73,7 +73,7 @@ MAX_AMOUNT = 1e13
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class ModelRef(_Section):

@@ -12,7 +12,7 @@ from gpuplan.schema.speed import ComputeOut, InferenceSpeed, TimeEstimate
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
 
 class ModelInfo(_Out):

@@ -30,7 +30,7 @@ def _complete(table: dict[str, Any], keys: tuple[str, ...], what: str) -> dict[s
 class ServerRules(BaseModel):
     """The constants of `core.server.build_server`. Field names are the rule ids of data/server_rules.toml."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     # CPU
     min_cpu_cores: int = Field(gt=0)

@@ -12,7 +12,7 @@ from gpuplan.schema.serving import InferenceSpeed, Span
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class GenerationEfficiency(_Frozen):

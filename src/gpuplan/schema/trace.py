@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class CustomTraceResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     factory: str
     model_class: str

@@ -46,7 +46,9 @@ class Context:
     speed: SpeedModel
     table: ActivationTable
     overheads: Overheads
-    build_server: Callable[[ServerNeeds], tuple[ServerSpec | None, str | None]]
+    #: core.server.build_server over the catalog: `(needs)` builds the full spec, `(needs, reasons=False)` the
+    #: same figures without the reason lines (what the search compares; `materialize` writes the text)
+    build_server: Callable[..., tuple[ServerSpec | None, str | None]]
     usd_to_budget: float
     rent_per_gpu_hour: dict[str, float]
     checkpoints_kept: int
@@ -77,7 +79,9 @@ class Pick:
     grown_device_bytes: int
     cap: int
     usable: int
+    #: the server's figures (built without its reason lines; `materialize` builds the full spec from `needs`)
     server: ServerSpec
+    needs: ServerNeeds
     price_usd: float | None
     rent_usd: float | None
     cost_usd: float | None
@@ -121,7 +125,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
                         purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
                         weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
                         tensor_parallel=c.layout.tp, multi_node=servers > 1 and training, serving=not training)
-    spec, why = ctx.build_server(needs)
+    spec, why = ctx.build_server(needs, reasons=False)  # why it fails is written in either pass
     if spec is None:
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
         return None
@@ -166,9 +170,9 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         return None
     ev = ctx.evidence.get(gpu.id)
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
-                grown_device_bytes=grown, cap=cap, usable=usable, server=spec, price_usd=price, rent_usd=rent,
-                cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency, checkpoint_bytes=ckpt_b,
-                adequate=ev is None or ev.adequate)
+                grown_device_bytes=grown, cap=cap, usable=usable, server=spec, needs=needs, price_usd=price,
+                rent_usd=rent, cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency,
+                checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate)
 
 
 def materialize(ctx: Context, k: Pick) -> Candidate:
@@ -206,11 +210,12 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
                        "the range")
     price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
+    server = ctx.build_server(k.needs)[0] or k.server  # the same figures, with the reason lines
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
         memory=memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training
                           else k.cap), time=time, inference=k.inference.inference if k.inference else None,
-        server=k.server, fits=(mem.device_bytes if start is None else start) <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
+        server=server, fits=(mem.device_bytes if start is None else start) <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
         price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis,  # type: ignore[arg-type]

@@ -12,13 +12,11 @@ Time: O(GPU types x server shapes x a constant), linear in the catalog.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from itertools import islice
-from typing import NamedTuple
 
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick
 from gpuplan.core.search.growth import growth_rows, leanest
+from gpuplan.core.search.inputs import SearchInputs, SearchOutput
 from gpuplan.core.search.ranking import rank, reference, same_cost_usd
 from gpuplan.core.search.serving_shapes import serve_more
 from gpuplan.core.search.shapes import (
@@ -48,67 +46,19 @@ from gpuplan.core.sizing.speed import (
     step_time,
     tokens_per_sample,
 )
-from gpuplan.schema.catalog import Catalog
-from gpuplan.schema.estimate import ActivationTable, Note, Overheads
+from gpuplan.core.sizing.step import GpuRates
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
-    Candidate,
-    Evidence,
     GrowthRow,
     PlanStats,
     Rejected,
-    ServerNeeds,
-    ServerSpec,
 )
 from gpuplan.schema.project import LoraSpec, Project
-from gpuplan.schema.serving import ServingData
-from gpuplan.schema.speed import SpeedModel
 from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
 TIMED_PER_SHAPE = 6
-
-
-@dataclass
-class SearchInputs:
-    project: Project
-    arch: ModelArch  # None for a traced model (search_traced)
-    grown_arch: ModelArch
-    catalog: Catalog
-    speed: SpeedModel
-    table: ActivationTable
-    overheads: Overheads
-    #: builds the server around a candidate: (spec or None, reason)
-    build_server: Callable[[ServerNeeds], tuple[ServerSpec | None, str | None]]
-    #: USD -> the budget's currency, and that currency
-    usd_to_budget: float = 1.0
-    currency: str = "USD"
-    #: reference rental price per GPU-hour (USD), by GPU id
-    rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
-    #: checkpoints a run keeps (data/server_rules.toml)
-    checkpoints_kept: int = 3
-    notes: list[Note] = field(default_factory=list)
-    #: seconds on a monotonic clock (time.perf_counter in the shells): what stats.search_seconds is measured with
-    clock: Callable[[], float] = lambda: 0.0
-    #: how well each GPU's speed and price are known (core/search/evidence.py); none: every GPU counts as adequate
-    evidence: dict[str, Evidence] = field(default_factory=dict)
-    #: the serving engine's facts (data/serving.toml); serving searches need them
-    serving: ServingData | None = None
-
-
-class SearchOutput(NamedTuple):
-    #: ranked, best first; full results for the first `top` (all when None)
-    candidates: list[Candidate]
-    rejected: list[Rejected]
-    stats: PlanStats
-    #: the first `growth_top` candidates at x1, x1.5 and x2 the planned model size (core/search/growth.py)
-    growth_view: list[GrowthRow]
-    #: every kept candidate, ranked, as the light records the ranking read (gpu_id, gpus_per_server, servers,
-    #: time_hours, cost_usd, ...): what the FAQ compares across all of them
-    ranked: list[Pick]
-    #: the full Candidate of any of `ranked` (the first `top` are in `candidates` already)
-    materialize: Callable[[Pick], Candidate]
 
 
 def memory_headroom(project: Project) -> float:
@@ -154,12 +104,16 @@ class _Search:
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None)
         self.configs: dict[tuple[int, int], list[Config]] = {}
         self.smallest: dict[tuple[int, int], int | None] = {}
+        #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
+        self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
         self.terms_cache: dict[tuple[object, ...], object] = {}
         self.grown_cache: dict[tuple[object, ...], object] = {}
         self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float], int] = {}
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
         self.grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, self.p_grown)}
         self.work: dict[int, StepWork] = {}
+        self.work_cache: dict[object, object] = {}  # what every StepWork of this search shares
+        self.rates: dict[str, GpuRates] = {}  # each GPU's, for the workload's precision
         self.evaluated = self.timed = 0
         self.picks: list[Pick] = []
         #: for the growth view: each pick's config, each GPU's usable bytes and the server shapes tried for it
@@ -202,7 +156,7 @@ class _Search:
         serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
         if factor == 1.0 and not self.grows and self.training:
             return c.device_bytes  # nothing grows: the layout's own memory
-        key = (c.key, factor, usable)
+        key = (c.key, factor, usable if not self.training else 0)  # a training step's memory is the GPU's own
         if key not in self.grown_dev:
             a, pa = self.grown_model(factor)
             lay = c.layout
@@ -237,8 +191,11 @@ class _Search:
             work = self.work.get(id(c))
             if work is None:
                 work = self.work[id(c)] = StepWork(self.arch, self.p, c.workload, c.layout, c.n, inp.speed,
-                                                   inp.table, self.ctx.trainable)
-            st = step_time(work, gpu, inp.speed, total_tokens=self.ctx.total_tokens, gpus_per_node=ps)
+                                                   inp.table, self.ctx.trainable, self.work_cache)
+            rates = self.rates.get(gpu.id)
+            if rates is None:
+                rates = self.rates[gpu.id] = GpuRates(gpu, inp.speed, self.w.precision, self.w.tf32)
+            st = step_time(work, gpu, inp.speed, total_tokens=self.ctx.total_tokens, gpus_per_node=ps, rates=rates)
             return (st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600), work, st
         mem = estimate_serving_memory(self.arch, self.p, c.workload, c.layout, c.layout.tp * c.layout.pp, inp.overheads,
                                       self.engine) if self.engine is not None else None
@@ -262,15 +219,20 @@ class _Search:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
                 best_fail[:] = [(smallest, ps, servers)]
             return "no-fit"
-        head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
-        grown_ok = [c for c in head if self.grown_device(c, 1.0, usable) <= usable]
+        hkey = (n, min(ps, 8), usable)  # GPUs of the same usable memory see the same layouts
+        if hkey not in self.heads:
+            head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
+            # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed)
+            self.heads[hkey] = (head, list(islice((c for c in head if self.grown_device(c, 1.0, usable) <= usable),
+                                                  TIMED_PER_SHAPE)))
+        head, grown_ok = self.heads[hkey]
         if not grown_ok:
             g0 = min(self.grown_device(c, 1.0, usable) for c in head)
             self.reject(gpu, ps, servers, "no-fit-after-growth", f"fits today, not after the planned growth: "
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
         best: tuple[tuple[float, float], float, Config, object, object] | None = None
-        for c in grown_ok[:TIMED_PER_SHAPE]:
+        for c in grown_ok:
             metric, work, result = self.time_config(c, gpu, ps)
             rank = (self.gpus_needed(c, result), metric)  # serving: fewest GPUs for the load, then latency
             if best is None or rank < best[0]:

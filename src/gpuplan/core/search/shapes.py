@@ -10,6 +10,7 @@ few multiplications, and no result objects are built.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -81,6 +82,12 @@ def pow2_upto(n: int) -> list[int]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _layout(zero: int, tp: int, pp: int) -> Layout:
+    """The Layout of (zero, tp, pp), built once (frozen: the search's configurations share them)."""
+    return Layout(zero=zero, tp=tp, pp=pp)
+
+
 def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int, gbs: int,
                      table: ActivationTable, oh: Overheads,
                      cache: dict[tuple[object, ...], object] | None = None) -> list[Config]:
@@ -104,7 +111,7 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
                 continue
             share = gbs // dp
             for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
-                lay = Layout(zero=zero, tp=tp, pp=pp)
+                lay = _layout(zero, tp, pp)
                 for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
                     terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, cache)
                     for mbs in pow2_upto(min(share, 64)):

@@ -23,7 +23,8 @@ from gpuplan.core.sizing.levels import ALLOC_BLOCK, _reserve_and_device, memory_
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
 from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
-from gpuplan.core.sizing.training_memory import PHASES, TrainingTerms, adafactor_state_elements, estimate_training
+from gpuplan.core.sizing.states import adafactor_state_elements
+from gpuplan.core.sizing.training_memory import PHASES, TrainingTerms, estimate_training
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload

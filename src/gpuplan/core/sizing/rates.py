@@ -46,7 +46,8 @@ def peak_flops(gpu: Gpu, precision: str, tf32: bool = False) -> float:
 
 
 def _base_efficiency(gen: GenerationEfficiency, precision: str) -> float:
-    return {"fp32": gen.matmul_fp32, "fp8": gen.matmul_fp8, "16bit": gen.matmul_16bit}[precision_class(precision)]
+    cls = precision_class(precision)
+    return gen.matmul_fp32 if cls == "fp32" else (gen.matmul_fp8 if cls == "fp8" else gen.matmul_16bit)
 
 
 def matmul_efficiency(gen: GenerationEfficiency, sm: SpeedModel, precision: str, tokens: float) -> float:

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.sizing.activations import (Resolved, _coefficients, _compute_bytes, _dropout_mask_bytes_per_token,
-                                             _fit_max_seq, _layers_tokens, _per_token, _residual_bytes, regime_of,
-                                             resolve)
+from gpuplan.core.sizing.activations import (
+    Resolved,
+    _coefficients,
+    _compute_bytes,
+    _dropout_mask_bytes_per_token,
+    _fit_max_seq,
+    _layers_tokens,
+    _per_token,
+    _residual_bytes,
+    regime_of,
+    resolve,
+)
 from gpuplan.core.sizing.head_memory import _head_bytes, _head_terms
 from gpuplan.core.sizing.levels import ALLOC_BLOCK, _finish, _reserve_and_device, _round
-from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
-from gpuplan.core.sizing.stack import (QloraImpl, fused_activation_saving, head_of, load_peak_bytes, qlora_impl,
-                                       qlora_terms)
+from gpuplan.core.sizing.stack import QloraImpl, fused_activation_saving, load_peak_bytes, qlora_impl, qlora_terms
+from gpuplan.core.sizing.states import shard_states, trainable_adapters, unsharded_states
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
@@ -25,111 +33,23 @@ from gpuplan.schema.project import Layout, LoraSpec, Workload
 PHASES = ("forward", "backward", "backward-layers", "backward-end", "optimizer")
 
 
-def _trainable(arch: ModelArch, w: Workload) -> int | None:
-    """The LoRA adapters' parameters (None: every parameter trains)."""
-    if w.task not in ("lora", "qlora"):
-        return None
-    spec = w.lora or LoraSpec()
-    return lora_params(arch, spec.rank, spec.targets)
-
-
-def _static(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int,
-            adapters: int | None = None, qlora: QloraImpl | None = None) -> dict[str, float]:
-    """Weights, gradients, optimizer states and optimizer-step temporaries, per GPU. `adapters`: the LoRA
-    parameters when already counted (_trainable); `qlora`: how the 4-bit base is held (stack.qlora_impl)."""
-    mp = lay.tp * lay.pp
-    total = p.total
-    lora = w.task in ("lora", "qlora")
-    if lora:
-        trainable = adapters if adapters is not None else _trainable(arch, w)
-        assert trainable is not None
-    else:
-        trainable = total
-    impl = qlora or qlora_impl(w)
-    head_w = arch.vocab_size * arch.hidden_size
-    # LitGPT's model keeps an LM head of its own beside a tied embedding (frozen, so only LoRA/QLoRA change)
-    extra_head = head_w if (lora and impl.separate_head and arch.tie_word_embeddings
-                            and head_of(arch, w) == "causal-lm") else 0
-    if w.task == "qlora":
-        quantized = p.block_linear_weights
-        weights = quantized * impl.bytes_per_param + (total - quantized) * 2 + trainable * 4
-        if impl.quantize_head and head_of(arch, w) == "causal-lm":
-            untied = 0 if arch.tie_word_embeddings else head_w
-            weights += (extra_head + untied) * impl.bytes_per_param - untied * 2
-    elif lora:
-        weights = (total + extra_head) * (4 if w.precision == "fp32" else 2) + trainable * 4
-    else:
-        weights = total * (2 if w.precision == "bf16" else 4)
-    # gradients and optimizer states take the trainable parameters' dtype: fp32 (also LoRA adapters), or bf16
-    state_b = 4 if (lora or w.precision != "bf16") else 2
-    grad_b = state_b
-    # bitsandbytes 8-bit AdamW (paged or not): two 1-byte states plus an fp32 absmax per 2048-element block for
-    # each; the paged one allocates them with cudaMallocManaged (bitsandbytes functional.get_paged), outside torch's
-    # allocator: torch's peak does not count them and they page to host memory when the GPU runs short
-    eight_bit = 2 + 8 / 2048
-    per_param_states = {"adamw": 2 * state_b, "adamw-8bit": eight_bit, "paged-adamw-8bit": eight_bit,
-                        "adafactor": 0.0, "sgd": state_b}
-    optimizer = trainable * per_param_states[w.optimizer]
-    if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
-        optimizer = adafactor_state_elements(arch, p, trainable if lora else None) * state_b
-    largest = max(p.largest_linear_weight, head_w) if not lora else 0
-    temp = _optimizer_temp(w, trainable, largest, state_b)
-    gradients = accumulated = trainable * grad_b
-    if w.optimizer_in_backward:  # each parameter steps as its gradient is ready, and the gradient is freed: the
-        # largest one at a time (LoRA: about one layer's adapters)
-        one = largest or trainable / max(arch.num_layers + arch.num_decoder_layers, 1)
-        gradients = min(trainable, one) * grad_b
-        temp = 0.0
-    weights /= mp
-    gradients /= mp
-    accumulated /= mp
-    optimizer /= mp
-    temp /= mp
-    if lay.zero >= 3:
-        weights /= dp
-    if lay.zero >= 2:
-        gradients /= dp
-        accumulated /= dp
-    if lay.zero >= 1:
-        optimizer /= dp
-        temp /= dp
-    if lay.offload in ("optimizer", "params"):
-        optimizer = 0.0
-        temp = 0.0
-    if lay.offload == "params":
-        weights = 0.0
-    paged = 0.0
-    if w.optimizer == "paged-adamw-8bit":
-        paged, optimizer = optimizer, 0.0
-    # `accumulated`: what gradient accumulation keeps between micro-batches (all of them, even when the optimizer
-    # steps in backward: torchtune refuses that combination, a loop that allows it cannot free them)
-    return {"weights": weights, "gradients": gradients, "optimizer": optimizer, "optimizer_temp": temp,
-            "trainable": trainable, "paged": paged, "accumulated": accumulated}
-
-
-def _optimizer_temp(w: Workload, trainable: int, largest: int, state_b: int) -> float:
-    """The optimizer step's temporaries, before sharding."""
-    if w.optimizer == "adafactor":  # HF Adafactor works one parameter at a time in fp32: the gradient,
-        # its square (the update), and for 16-bit parameters fp32 copies of the parameter and gradient
-        return largest * 4 * (4 if state_b == 2 else 2)
-    if w.optimizer in ("sgd", "adamw-8bit", "paged-adamw-8bit"):  # in place: momentum SGD; bitsandbytes' kernels
-        return 0.0
-    if w.optimizer_implementation == "foreach":  # torch._foreach_sqrt(exp_avg_sq): one state-sized list
-        return trainable * state_b
-    if w.optimizer_implementation == "for-loop":  # one parameter at a time: the largest parameter's size
-        return largest * state_b
-    return 0.0  # fused kernels update in place
-
-
-def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | None) -> float:
-    """Elements of Adafactor's factored state: rows + columns per matrix, everything for vectors."""
-    if trainable is not None:
-        return trainable * 0.05  # LoRA adapters are thin matrices: rows + cols ~ (r + n)/(r n) of them
-    h, q, kv, i = arch.hidden_size, arch.q_dim, arch.kv_dim, arch.intermediate_size
-    per_layer = (h + q) * 2 + (h + kv) * 2 + (2 if arch.mlp_gated else 1) * (h + i) + (i + h)
-    layers = arch.num_layers + arch.num_decoder_layers
-    vectors = p.total - p.block_linear_weights - arch.vocab_size * arch.hidden_size
-    return layers * per_layer + (arch.vocab_size + arch.hidden_size) * 2 + max(vectors, 0)
+def _groups(arch: ModelArch, w: Workload, r: Resolved, tp: int,
+            table: ActivationTable) -> tuple[list[tuple[float, int, float, float]], list[Note]]:
+    """Each group of layers alike (layers, tokens per sequence, bytes per token saved, bytes per token of one layer
+    in full), and the notes of the coefficients used."""
+    notes: list[Note] = []
+    rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
+    eager, ckpt = w.attention == "eager", w.gradient_checkpointing
+    groups = []
+    full_c = _coefficients(arch, w, False, table, notes)
+    for layers, seq in _layers_tokens(arch, r):
+        full = (_per_token(full_c, arch, seq, rank, tp, _fit_max_seq(arch, w, False))
+                + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w))
+                - fused_activation_saving(arch, w, tp))
+        kept = full if not ckpt else _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, tp,
+                                                _fit_max_seq(arch, w, True))
+        groups.append((layers, seq, kept, full))
+    return groups, notes
 
 
 DDP_BUCKETS_NOTE = Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
@@ -139,14 +59,14 @@ DDP_BUCKETS_NOTE = Note(code="ddp-buckets", message="DDP (gradient_as_bucket_vie
 class TrainingTerms:
     """What a training step's memory on one GPU is made of, for one layout, precision and recomputation choice:
     every term that does not depend on the micro-batch, computed once. `phases(batch, microbatches)` adds the
-    micro-batch's activations (the search evaluates many micro-batches per layout with plain arithmetic).
+    micro-batch's activations (the search evaluates many micro-batches per layout with plain arithmetic: the
+    activations are linear in the micro-batch, so they are kept as bytes per sequence).
     Any workload with the same task, precision, optimizer, LoRA, attention, sequence and checkpointing settings
     shares these terms; `w.micro_batch_size` and `w.global_batch_size` are not read."""
 
     __slots__ = (
         "amp_casts",
         "amp_casts_bwd",
-        "beta",
         "ckpt",
         "cnn",
         "cnn_layers",
@@ -154,21 +74,19 @@ class TrainingTerms:
         "compiled",
         "dequant",
         "dp",
-        "embed_per_token",
         "fixed_other",
         "gpus",
         "groups",
         "head",
         "head_grad",
-        "hidden",
         "lay",
         "layer_grad",
         "notes",
-        "num_channels",
         "offload",
+        "per_seq",
         "pp",
-        "resid",
         "retained",
+        "rounded",
         "seq",
         "static",
         "trainable",
@@ -177,22 +95,21 @@ class TrainingTerms:
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
                  table: ActivationTable, cache: dict[tuple[object, ...], object] | None = None,
                  qlora: QloraImpl | None = None) -> None:
-        """`cache`: a dict shared by the terms of one model and workload (the search's), which keeps the parts that
-        depend on neither the GPU count nor the ZeRO stage (trainable parameters, per-token activations);
-        `qlora`: the 4-bit implementation when not `w.framework`'s (stack.qlora_impl)."""
+        """`cache`: a dict shared by the terms of one model and workload (the search's; workloads that differ in
+        gradient checkpointing alone may share it), which keeps the parts that depend on neither the GPU count nor
+        the ZeRO stage (model states before sharding, per-token activations, the head's terms); `qlora`: the 4-bit
+        implementation when not `w.framework`'s (stack.qlora_impl)."""
         notes: list[Note] = []
-        if cache is None:
-            r = resolve(arch, w)
-        else:
-            r = cache.get("resolved") or cache.setdefault("resolved", resolve(arch, w))  # type: ignore[assignment]
+        c: dict[object, object] = {} if cache is None else cache  # type: ignore[assignment]
+        r: Resolved = c.get("resolved") or c.setdefault("resolved", resolve(arch, w))  # type: ignore[assignment]
         self.lay, self.gpus = lay, gpus
         dp = self.dp = max(gpus // (lay.tp * lay.pp), 1)
-        if cache is not None and "trainable" not in cache:
-            cache["trainable"] = _trainable(arch, w)
-        st = self.static = _static(arch, p, w, lay, dp, None if cache is None else cache["trainable"],  # type: ignore[arg-type]
-                                   qlora)
-        rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
-        eager = w.attention == "eager"
+        if "trainable" not in c:
+            c["trainable"] = trainable_adapters(arch, w)
+        skey = ("states", qlora)
+        if skey not in c:
+            c[skey] = unsharded_states(arch, p, w, c["trainable"], qlora)  # type: ignore[arg-type]
+        st = self.static = shard_states(c[skey], w, lay, dp)  # type: ignore[arg-type]
         ckpt = self.ckpt = w.gradient_checkpointing
         n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
         self.pp = lay.pp
@@ -205,23 +122,15 @@ class TrainingTerms:
             per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
             self.cnn_per_sample = (per_elem, cnn_feature_elements(arch, r.seq))
             self.cnn_layers = arch.num_layers
-        elif cache is not None and ("groups", lay.tp, ckpt) in cache:
-            self.groups, cached_notes = cache[("groups", lay.tp, ckpt)]  # type: ignore[misc]
-            notes += cached_notes
         else:
-            full_c = _coefficients(arch, w, False, table, notes)
-            for layers, seq in _layers_tokens(arch, r):
-                full = (_per_token(full_c, arch, seq, rank, lay.tp, _fit_max_seq(arch, w, False))
-                        + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w))
-                        - fused_activation_saving(arch, w, lay.tp))
-                kept = full if not ckpt else _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank,
-                                                        lay.tp, _fit_max_seq(arch, w, True))
-                self.groups.append((layers, seq, kept, full))
-            if cache is not None:
-                cache[("groups", lay.tp, ckpt)] = (self.groups, list(notes))
-        self.head = _head_terms(arch, r, w, lay.tp)  # type: ignore[arg-type]
-        self.beta = _compute_bytes(w)
-        self.hidden, self.num_channels, self.resid = arch.hidden_size, arch.num_channels, _residual_bytes(w)
+            if ("groups", lay.tp, ckpt) not in c:
+                c[("groups", lay.tp, ckpt)] = _groups(arch, w, r, lay.tp, table)
+            self.groups, cached_notes = c[("groups", lay.tp, ckpt)]  # type: ignore[misc]
+            notes += cached_notes
+        hkey = ("head", lay.tp)
+        if hkey not in c:
+            c[hkey] = _head_terms(arch, r, w, lay.tp)  # type: ignore[arg-type]
+        self.head = c[hkey]
 
         self.amp_casts, self.amp_casts_bwd = _amp_casts(arch, p, w, lay, dp)
         zero3_work = 0.0
@@ -244,34 +153,73 @@ class TrainingTerms:
         self.head_grad = head_grad
         self.trainable = st["trainable"]
         self.notes = notes
-        self.retained, self.dequant = qlora_terms(arch, p, w, lay.tp, qlora or qlora_impl(w))
         self.offload = bool(w.activation_offload)
         self.compiled = COMPILE_SAVED_FRACTION if w.compile else 1.0
+        self._per_layer_group(arch, p, w, c, qlora)
+        self.rounded = self._rounded()
+
+    def _per_layer_group(self, arch: ModelArch, p: ParamCount, w: Workload, c: dict[object, object],
+                         qlora: QloraImpl | None) -> None:
+        """The bitsandbytes terms and the bytes per sequence, shared through `c` by the layouts of one tensor-parallel
+        degree and recomputation choice (they depend on nothing else), unless `qlora` names an implementation."""
+        key = ("per_group", self.lay.tp, self.ckpt)
+        if qlora is not None or key not in c:
+            self.retained, self.dequant = qlora_terms(arch, p, w, self.lay.tp, qlora or qlora_impl(w))
+            value = (self.retained, self.dequant, self._per_sequence(arch, _residual_bytes(w)))
+            if qlora is not None:
+                self.per_seq = value[2]
+                return
+            c[key] = value
+        self.retained, self.dequant, self.per_seq = c[key]  # type: ignore[misc]
+
+    def _per_sequence(self, arch: ModelArch, resid: int) -> tuple[float, ...]:
+        """Bytes per sequence of the micro-batch: (saved by the layers before 1F1B's share in flight, the largest
+        layer in full, the head's saved, forward and backward bytes, the embedding's output, the bytes an old
+        bitsandbytes keeps)."""
+        saved = one = 0.0
+        if self.cnn:
+            per_elem, elements = self.cnn_per_sample
+            saved = per_elem * elements
+        for layers, seq, kept, full in self.groups:
+            if self.offload:  # activation offloading: the layers in flight stay, the others wait in host memory
+                layers = min(layers, OFFLOAD_LAYERS_ON_GPU)
+            if not self.ckpt:  # compiled layers keep fewer intermediates; checkpointed ones keep their inputs anyway
+                kept *= self.compiled
+            saved += layers * seq * kept
+            one = max(one, seq * full * self.compiled)
+        head_saved, head_fwd, head_bwd = _head_bytes(self.head, 1)
+        embed = self.seq * arch.hidden_size * resid
+        if self.cnn:  # the input images
+            embed = arch.num_channels * self.seq * self.seq * resid
+        return saved, one, head_saved, head_fwd, head_bwd, embed, self.seq * self.retained
+
+    def _rounded(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, int, int]]:
+        """What `device_bytes` rounds once: the weights and optimizer states, each phase's gradients (one micro-batch
+        per step, or several) and the phases' temporaries that do not grow with the micro-batch (each as `_round`,
+        written out: once per layout of the search)."""
+        st, b, ceil = self.static, ALLOC_BLOCK, math.ceil
+        fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
+        G, A, lg, hg = st["gradients"], st["accumulated"], self.layer_grad, self.head_grad
+        # phase_parts' gradients with one micro-batch per step, and with gradient accumulation
+        one = (0, 0, ceil(max(0.0, hg) / b) * b, ceil((G - lg) / b) * b, ceil(G / b) * b)
+        a = ceil(A / b) * b
+        acc = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
+        fo, dq = self.fixed_other, self.dequant
+        others = (ceil((self.amp_casts_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b,
+                  ceil((st["optimizer_temp"] + fo) / b) * b)
+        return fixed, one, acc, others
 
     def phase_parts(self, batch: int, microbatches: int) -> tuple[tuple[float, float, float], ...]:
         """(gradients, activations, other) bytes at each moment of PHASES (weights and optimizer states are
         `static` throughout) for `batch` sequences per micro-batch and `microbatches` micro-batches per optimizer
         step (gradient accumulation)."""
+        saved, one, hs, hf, hb, emb, kept = self.per_seq
         in_flight = min(self.pp, microbatches) / self.pp  # 1F1B: the first stage holds pp micro-batches
-        saved_layer = 0.0  # bytes saved over all layers
-        one_layer = 0.0  # the largest single layer's activations (recomputed during backward with checkpointing)
-        if self.cnn:
-            per_elem, elements = self.cnn_per_sample
-            saved_layer = batch * per_elem * elements * in_flight
-            one_layer = saved_layer / self.cnn_layers
-        for layers, seq, kept, full in self.groups:
-            tokens = batch * seq
-            if self.offload:  # activation offloading: the layers in flight stay, the others wait in host memory
-                layers = min(layers, OFFLOAD_LAYERS_ON_GPU)
-            if not self.ckpt:  # compiled layers keep fewer intermediates; checkpointed ones keep their inputs anyway
-                kept *= self.compiled
-            saved_layer += layers * in_flight * tokens * kept
-            one_layer = max(one_layer, tokens * full * self.compiled)
-        head_saved, head_fwd, head_bwd = _head_bytes(self.head, batch)
-        embed = batch * self.seq * self.hidden * self.resid
-        if self.cnn:  # the input images
-            embed = batch * self.num_channels * self.seq * self.seq * self.resid
-        activations = saved_layer + head_saved + embed + batch * self.seq * self.retained
+        saved_layer = batch * in_flight * saved  # bytes saved over all layers
+        # the largest single layer's activations (recomputed during backward with checkpointing)
+        one_layer = saved_layer / self.cnn_layers if self.cnn else batch * one
+        head_saved, head_fwd, head_bwd, embed = batch * hs, batch * hf, batch * hb, batch * emb
+        activations = saved_layer + head_saved + embed + batch * kept
         recompute = one_layer if self.ckpt else 0.0
         G = self.static["gradients"] if microbatches == 1 else self.static["accumulated"]
         g_acc = G if microbatches > 1 else 0.0  # gradient accumulation: gradients live through forward too
@@ -300,16 +248,35 @@ class TrainingTerms:
 
     def device_bytes(self, batch: int, microbatches: int, oh: Overheads) -> int:
         """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built: the
-        arithmetic of `_levels` on the phases, rounding the weights and optimizer states (the same in every
-        phase) once."""
+        arithmetic of `phase_parts` and `_levels`, with the parts that do not grow with the micro-batch rounded once
+        (`rounded`). The search's hot path: keep it equal to `phase_parts` term by term."""
+        saved, one, hs, hf, hb, emb, kept = self.per_seq
+        fixed, g_one, g_acc, (o3, o4, o5) = self.rounded
+        g = g_one if microbatches == 1 else g_acc
         b, ceil = ALLOC_BLOCK, math.ceil
-        fixed = int(ceil(self.static["weights"] / b) * b) + int(ceil(self.static["optimizer"] / b) * b)
-        top = churn = -1
-        for g, a, o in self.phase_parts(batch, microbatches):
-            act, other = int(ceil(a / b) * b), int(ceil(o / b) * b)  # _round, inline: the search's hot path
-            total = fixed + int(ceil(g / b) * b) + act + other
-            if total > top:  # the first phase with the largest total, as max() picks it
-                top, churn = total, act + other
+        saved_layer = batch * (min(self.pp, microbatches) / self.pp) * saved
+        one_layer = saved_layer / self.cnn_layers if self.cnn else batch * one
+        head_saved, embed = batch * hs, batch * emb
+        activations = saved_layer + head_saved + embed + batch * kept
+        a12 = ceil(activations / b) * b
+        a3 = ceil((activations - head_saved + (one_layer if self.ckpt else 0.0)) / b) * b
+        a4 = ceil((embed + one_layer) / b) * b
+        o1 = ceil((self.amp_casts + batch * hf + self.fixed_other + self.dequant) / b) * b
+        o2 = ceil((self.amp_casts_bwd + batch * hb + self.fixed_other + self.dequant) / b) * b
+        # the first phase with the largest total, as max() picks it (PHASES' order, written out)
+        top, churn = fixed + g[0] + a12 + o1, a12 + o1
+        total = fixed + g[1] + a12 + o2
+        if total > top:
+            top, churn = total, a12 + o2
+        total = fixed + g[2] + a3 + o3
+        if total > top:
+            top, churn = total, a3 + o3
+        total = fixed + g[3] + a4 + o4
+        if total > top:
+            top, churn = total, a4 + o4
+        total = fixed + g[4] + o5
+        if total > top:
+            top, churn = total, o5
         return _reserve_and_device(top, churn, oh, self.gpus, self.lay, True)[1]
 
     def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:

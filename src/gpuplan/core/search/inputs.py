@@ -1,0 +1,61 @@
+"""What a search is given (`SearchInputs`: the project, its model and every catalog and assumption, loaded once by
+the shell) and what it returns (`SearchOutput`). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from gpuplan.core.search.candidate import Pick
+from gpuplan.schema.catalog import Catalog
+from gpuplan.schema.estimate import ActivationTable, Note, Overheads
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanStats, Rejected, ServerSpec
+from gpuplan.schema.project import Project
+from gpuplan.schema.serving import ServingData
+from gpuplan.schema.speed import SpeedModel
+
+
+@dataclass
+class SearchInputs:
+    project: Project
+    arch: ModelArch  # None for a traced model (search_traced)
+    grown_arch: ModelArch
+    catalog: Catalog
+    speed: SpeedModel
+    table: ActivationTable
+    overheads: Overheads
+    #: builds the server around a candidate: (spec or None, reason); `reasons=False`: the figures alone
+    build_server: Callable[..., tuple[ServerSpec | None, str | None]]
+    #: USD -> the budget's currency, and that currency
+    usd_to_budget: float = 1.0
+    currency: str = "USD"
+    #: reference rental price per GPU-hour (USD), by GPU id
+    rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    #: checkpoints a run keeps (data/server_rules.toml)
+    checkpoints_kept: int = 3
+    notes: list[Note] = field(default_factory=list)
+    #: seconds on a monotonic clock (time.perf_counter in the shells): what stats.search_seconds is measured with
+    clock: Callable[[], float] = lambda: 0.0
+    #: how well each GPU's speed and price are known (core/search/evidence.py); none: every GPU counts as adequate
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    #: the serving engine's facts (data/serving.toml); serving searches need them
+    serving: ServingData | None = None
+
+
+class SearchOutput(NamedTuple):
+    #: ranked, best first; full results for the first `top` (all when None)
+    candidates: list[Candidate]
+    rejected: list[Rejected]
+    stats: PlanStats
+    #: the first `growth_top` candidates at x1, x1.5 and x2 the planned model size (core/search/growth.py)
+    growth_view: list[GrowthRow]
+    #: every kept candidate, ranked, as the light records the ranking read (gpu_id, gpus_per_server, servers,
+    #: time_hours, cost_usd, ...): what the FAQ compares across all of them
+    ranked: list[Pick]
+    #: the full Candidate of any of `ranked` (the first `top` are in `candidates` already)
+    materialize: Callable[[Pick], Candidate]
+
+
+__all__ = ["SearchInputs", "SearchOutput"]

@@ -1,0 +1,133 @@
+"""The model states of a training step on one GPU: weights, gradients, optimizer states and the optimizer step's
+temporaries, by precision, optimizer and LoRA/QLoRA (`unsharded_states`), then divided over the layout's tensor and
+pipeline parallel degrees, ZeRO stage and CPU offload (`shard_states`). Pure."""
+
+from __future__ import annotations
+
+from gpuplan.core.sizing.lora import lora_params
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.stack import QloraImpl, head_of, qlora_impl
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import Layout, LoraSpec, Workload
+
+#: the parts `unsharded_states` and `shard_states` return, by name
+States = dict[str, float]
+
+
+def trainable_adapters(arch: ModelArch, w: Workload) -> int | None:
+    """The LoRA adapters' parameters (None: every parameter trains)."""
+    if w.task not in ("lora", "qlora"):
+        return None
+    spec = w.lora or LoraSpec()
+    return lora_params(arch, spec.rank, spec.targets)
+
+
+def unsharded_states(arch: ModelArch, p: ParamCount, w: Workload, adapters: int | None = None,
+                     qlora: QloraImpl | None = None) -> States:
+    """Weights, gradients, optimizer states and optimizer-step temporaries of the whole model, before any layout
+    divides them. `adapters`: the LoRA parameters when already counted (trainable_adapters); `qlora`: how the
+    4-bit base is held (stack.qlora_impl)."""
+    total = p.total
+    lora = w.task in ("lora", "qlora")
+    if lora:
+        trainable = adapters if adapters is not None else trainable_adapters(arch, w)
+        assert trainable is not None
+    else:
+        trainable = total
+    impl = qlora or qlora_impl(w)
+    head_w = arch.vocab_size * arch.hidden_size
+    # LitGPT's model keeps an LM head of its own beside a tied embedding (frozen, so only LoRA/QLoRA change)
+    extra_head = head_w if (lora and impl.separate_head and arch.tie_word_embeddings
+                            and head_of(arch, w) == "causal-lm") else 0
+    if w.task == "qlora":
+        quantized = p.block_linear_weights
+        weights = quantized * impl.bytes_per_param + (total - quantized) * 2 + trainable * 4
+        if impl.quantize_head and head_of(arch, w) == "causal-lm":
+            untied = 0 if arch.tie_word_embeddings else head_w
+            weights += (extra_head + untied) * impl.bytes_per_param - untied * 2
+    elif lora:
+        weights = (total + extra_head) * (4 if w.precision == "fp32" else 2) + trainable * 4
+    else:
+        weights = total * (2 if w.precision == "bf16" else 4)
+    # gradients and optimizer states take the trainable parameters' dtype: fp32 (also LoRA adapters), or bf16
+    state_b = 4 if (lora or w.precision != "bf16") else 2
+    grad_b = state_b
+    # bitsandbytes 8-bit AdamW (paged or not): two 1-byte states plus an fp32 absmax per 2048-element block for
+    # each; the paged one allocates them with cudaMallocManaged (bitsandbytes functional.get_paged), outside torch's
+    # allocator: torch's peak does not count them and they page to host memory when the GPU runs short
+    eight_bit = 2 + 8 / 2048
+    per_param_states = {"adamw": 2 * state_b, "adamw-8bit": eight_bit, "paged-adamw-8bit": eight_bit,
+                        "adafactor": 0.0, "sgd": state_b}
+    optimizer = trainable * per_param_states[w.optimizer]
+    if w.optimizer == "adafactor":  # factored second moment: a row and a column vector per matrix
+        optimizer = adafactor_state_elements(arch, p, trainable if lora else None) * state_b
+    largest = max(p.largest_linear_weight, head_w) if not lora else 0
+    temp = _optimizer_temp(w, trainable, largest, state_b)
+    gradients = accumulated = trainable * grad_b
+    if w.optimizer_in_backward:  # each parameter steps as its gradient is ready, and the gradient is freed: the
+        # largest one at a time (LoRA: about one layer's adapters)
+        one = largest or trainable / max(arch.num_layers + arch.num_decoder_layers, 1)
+        gradients = min(trainable, one) * grad_b
+        temp = 0.0
+    return {"weights": weights, "gradients": gradients, "optimizer": optimizer, "optimizer_temp": temp,
+            "trainable": trainable, "accumulated": accumulated}
+
+
+def shard_states(base: States, w: Workload, lay: Layout, dp: int) -> States:
+    """`unsharded_states` per GPU on layout `lay` with `dp` data-parallel ranks."""
+    mp = lay.tp * lay.pp
+    weights, gradients, accumulated = base["weights"], base["gradients"], base["accumulated"]
+    optimizer, temp = base["optimizer"], base["optimizer_temp"]
+    weights /= mp
+    gradients /= mp
+    accumulated /= mp
+    optimizer /= mp
+    temp /= mp
+    if lay.zero >= 3:
+        weights /= dp
+    if lay.zero >= 2:
+        gradients /= dp
+        accumulated /= dp
+    if lay.zero >= 1:
+        optimizer /= dp
+        temp /= dp
+    if lay.offload in ("optimizer", "params"):
+        optimizer = 0.0
+        temp = 0.0
+    if lay.offload == "params":
+        weights = 0.0
+    paged = 0.0
+    if w.optimizer == "paged-adamw-8bit":
+        paged, optimizer = optimizer, 0.0
+    # `accumulated`: what gradient accumulation keeps between micro-batches (all of them, even when the optimizer
+    # steps in backward: torchtune refuses that combination, a loop that allows it cannot free them)
+    return {"weights": weights, "gradients": gradients, "optimizer": optimizer, "optimizer_temp": temp,
+            "trainable": base["trainable"], "paged": paged, "accumulated": accumulated}
+
+
+def _optimizer_temp(w: Workload, trainable: int, largest: int, state_b: int) -> float:
+    """The optimizer step's temporaries, before sharding."""
+    if w.optimizer == "adafactor":  # HF Adafactor works one parameter at a time in fp32: the gradient,
+        # its square (the update), and for 16-bit parameters fp32 copies of the parameter and gradient
+        return largest * 4 * (4 if state_b == 2 else 2)
+    if w.optimizer in ("sgd", "adamw-8bit", "paged-adamw-8bit"):  # in place: momentum SGD; bitsandbytes' kernels
+        return 0.0
+    if w.optimizer_implementation == "foreach":  # torch._foreach_sqrt(exp_avg_sq): one state-sized list
+        return trainable * state_b
+    if w.optimizer_implementation == "for-loop":  # one parameter at a time: the largest parameter's size
+        return largest * state_b
+    return 0.0  # fused kernels update in place
+
+
+def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | None) -> float:
+    """Elements of Adafactor's factored state: rows + columns per matrix, everything for vectors."""
+    if trainable is not None:
+        return trainable * 0.05  # LoRA adapters are thin matrices: rows + cols ~ (r + n)/(r n) of them
+    h, q, kv, i = arch.hidden_size, arch.q_dim, arch.kv_dim, arch.intermediate_size
+    per_layer = (h + q) * 2 + (h + kv) * 2 + (2 if arch.mlp_gated else 1) * (h + i) + (i + h)
+    layers = arch.num_layers + arch.num_decoder_layers
+    vectors = p.total - p.block_linear_weights - arch.vocab_size * arch.hidden_size
+    return layers * per_layer + (arch.vocab_size + arch.hidden_size) * 2 + max(vectors, 0)
+
+
+__all__ = ["States", "adafactor_state_elements", "shard_states", "trainable_adapters", "unsharded_states"]

@@ -1,0 +1,334 @@
+"""One training step's arithmetic: what a step asks of each GPU whatever the GPU (`StepWork`, once per layout) and
+its time on one GPU type (`step_time`, plain arithmetic, no result objects); core/sizing/speed.py builds the
+results and describes the model. Pure."""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.core.sizing.flops import forward_flops, training_flops
+from gpuplan.core.sizing.memory import resolve, saved_bytes_per_sample
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.rates import (
+    GB,
+    _allreduce_s,
+    _exposed,
+    _lora_linears,
+    _node_gpus,
+    _param_tensors,
+    _stack_factor,
+    host_link_gbs,
+    link_gbs,
+    matmul_efficiency,
+    peak_flops,
+    precision_class,
+)
+from gpuplan.schema.estimate import ActivationTable
+from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.speed import SpeedModel, SpeedParams
+
+
+class StepWork:
+    """What one training step asks of each GPU, whatever the GPU: FLOPs, bytes saved for backward, kernels,
+    optimizer and communication volumes for one workload on one layout. Computed once per layout and timed
+    on every GPU type by `step_time` (the search times the same layouts on many GPUs)."""
+
+    __slots__ = (
+        "act_offload_bytes",
+        "af",
+        "attn_share",
+        "ckpt",
+        "dequant_bytes",
+        "dp",
+        "elem_bytes",
+        "factor",
+        "fill",
+        "fp8",
+        "fwd",
+        "gpus",
+        "hidden",
+        "hw_flops",
+        "kernels",
+        "lay",
+        "layers",
+        "logit_bytes",
+        "mb_tokens",
+        "launch_s",
+        "micro",
+        "mm_attn",
+        "mm_dense",
+        "mm_tokens",
+        "opt_bytes",
+        "opt_factor",
+        "opt_launches",
+        "opt_steps",
+        "pp",
+        "r",
+        "saved",
+        "step_tokens",
+        "tf",
+        "tok_sample",
+        "total_params",
+        "tp",
+        "trainable",
+        "w",
+    )
+
+    def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, sm: SpeedModel,
+                 table: ActivationTable, trainable: int, cache: dict[object, object] | None = None) -> None:
+        """`cache`: a dict shared by the works of one model and workload (the search's; workloads that differ in
+        micro-batch, global batch or recomputation alone may share it), which keeps what depends on neither the
+        layout nor the batch (the forward FLOPs of a sample, the bytes it saves, the kernel counts)."""
+        c = {} if cache is None else cache
+        r = self.r = resolve(arch, w)
+        prm = sm.params
+        self.w, self.lay, self.gpus = w, lay, gpus
+        tp, pp = self.tp, self.pp = lay.tp, lay.pp
+        dp = self.dp = max(gpus // (tp * pp), 1)
+        frozen = w.task in ("lora", "qlora")
+        ckpt = self.ckpt = w.gradient_checkpointing
+        eager = w.attention == "eager"
+        if "fwd" not in c:
+            c["fwd"] = forward_flops(arch, p, r.seq, target=r.target, eager=eager, image_size=r.seq)
+        fwd = self.fwd = c["fwd"]  # type: ignore[assignment]
+        if ("tf", ckpt) not in c:
+            c[("tf", ckpt)] = training_flops(fwd, frozen_base=frozen, checkpointing=ckpt)
+        tf = self.tf = c[("tf", ckpt)]  # type: ignore[assignment]
+        tok_sample = self.tok_sample = fwd.tokens
+        micro = self.micro = max((w.global_batch_size or r.batch * dp) // (r.batch * dp), 1)
+        global_samples = r.batch * dp * micro
+        self.step_tokens = global_samples * tok_sample
+        mb_tokens = self.mb_tokens = r.batch * tok_sample
+        # a CNN's convolutions run over its feature maps: count 14 x 14 positions per image as its "tokens"
+        self.mm_tokens = mb_tokens if arch.kind != "cnn" else r.batch * 196
+        self.attn_share = fwd.attention_forward / fwd.forward if fwd.forward else 0.0
+        self.hw_flops = tf.hardware_per_token * mb_tokens / (tp * pp)
+        if ("saved", tp) not in c:
+            c[("saved", tp)] = saved_bytes_per_sample(arch, w, table, tp)
+        self.saved = c[("saved", tp)] * r.batch / pp  # type: ignore[operator]
+        self.fp8 = precision_class(w.precision) == "fp8"
+        layers = self.layers = (arch.num_layers + arch.num_decoder_layers) / pp
+        if "lora_linears" not in c:
+            c["lora_linears"], c["param_tensors"] = _lora_linears(arch, w), _param_tensors(arch)
+        lora_linears: int = c["lora_linears"]  # type: ignore[assignment]
+        self.kernels = layers * prm.kernels_per_layer + lora_linears / pp * prm.kernels_per_lora_linear
+        self.dequant_bytes = 0.0
+        if w.task == "qlora":
+            passes = 3 if ckpt else 2
+            self.dequant_bytes = passes * p.block_linear_weights / (tp * pp) * prm.qlora_dequant_bytes_per_param
+        master_bytes = 2 if w.precision == "bf16" else 4
+        shard = tp * pp * (dp if lay.zero >= 1 else 1)
+        per_param = prm.optimizer_bytes_per_param
+        opt_bytes = per_param.get(w.optimizer, per_param["adamw"]) * master_bytes / 4 * trainable / shard
+        if w.optimizer_implementation != "fused":
+            opt_bytes *= prm.optimizer_unfused_traffic
+        self.opt_bytes = opt_bytes
+        self.opt_launches = (c["param_tensors"] * prm.optimizer_kernels_per_tensor * prm.kernel_launch_s  # type: ignore[operator]
+                             if w.optimizer_implementation == "for-loop" else 0.0)
+        self.trainable, self.total_params, self.hidden = trainable, p.total, arch.hidden_size
+        _stack_work(self, arch, w, prm)
+        _gpu_free(self, w, prm)
+
+
+def _gpu_free(work: StepWork, w: Workload, prm: SpeedParams) -> None:
+    """The parts of `step_time`'s arithmetic no GPU figure enters, computed once (in step_time's order, so that
+    the times are the same to the last bit): the matmul FLOPs outside and inside attention, the elementwise bytes,
+    the launch time, the stack's factor and the optimizer step's."""
+    eager = w.attention == "eager" and prm.eager_attention_factor
+    work.af = prm.eager_attention_factor if eager else prm.attention_factor
+    work.mm_dense = work.hw_flops * (1 - work.attn_share)
+    work.mm_attn = work.hw_flops * work.attn_share
+    fp8_casts = prm.fp8_cast_passes if work.fp8 else 0.0
+    work.elem_bytes = (prm.elementwise_passes + fp8_casts) * work.saved * (4 / 3 if work.ckpt else 1.0)
+    work.launch_s = work.kernels * prm.kernel_launch_s * (4 / 3 if work.ckpt else 1.0)
+    work.factor = _stack_factor(w, prm)
+    work.opt_factor = (prm.eager_step_factor if w.stack == "eager" else 1.0) * work.opt_steps
+
+
+def _stack_work(work: StepWork, arch: ModelArch, w: Workload, prm: SpeedParams) -> None:
+    """The stack features' work: fp32-logit bytes a chunked loss saves, activation bytes offloaded per micro-batch,
+    the real share of padded tokens, optimizer steps per step."""
+    lm_head = arch.kind in ("decoder", "encoder-decoder") and w.task != "inference"
+    work.logit_bytes = (prm.logits_fp32_passes * work.mb_tokens * arch.vocab_size / work.tp * 4 / work.pp
+                        if lm_head and w.loss == "chunked" else 0.0)
+    work.act_offload_bytes = 0.0
+    if w.activation_offload:  # with recomputation only each layer's input is saved (and offloaded)
+        ckpt_saved = work.layers * work.mb_tokens * arch.hidden_size * 2 / work.tp
+        work.act_offload_bytes = ckpt_saved if work.ckpt else work.saved
+    # unpacked batches of several samples are padded to their longest: only part of the computed tokens are real
+    unpacked = w.packing is False and w.task in ("full-finetune", "lora", "qlora") and work.r.batch > 1
+    work.fill = prm.unpacked_token_fill if unpacked else 1.0
+    work.step_tokens *= work.fill
+    # the optimizer step in backward cannot accumulate gradients: it steps on every micro-batch
+    work.opt_steps = work.micro if w.optimizer_in_backward else 1
+
+
+def _offload_s(work: StepWork, gpu: Gpu, sm: SpeedModel, node: int, t_micro: float) -> tuple[float, float]:
+    """ZeRO-Offload per step: (PCIe copies left exposed, the CPU optimizer step). Gradient shards go to the host
+    behind the last backward, CPU Adam updates every shard of the host's GPUs, 16-bit weights come back; `params`
+    adds each micro-batch's fetch of the weight shard, for forward and for backward, behind that compute."""
+    lay, w, prm = work.lay, work.w, sm.params
+    if lay.offload == "none":
+        return 0.0, 0.0
+    link = host_link_gbs(gpu, sm) * GB
+    shard = work.trainable / (work.tp * work.pp * (work.dp if lay.zero >= 1 else 1))
+    grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4
+    ov = prm.offload_overlap
+    exposed = (_exposed(grad_b * shard / link, t_micro * 2 / 3, ov) + 2 * shard / link) * work.opt_steps
+    ranks_on_host = min(work.gpus, node)
+    cpu_step = shard * ranks_on_host / prm.cpu_adam_params_per_s * work.opt_steps
+    if lay.offload == "params":
+        fetch = 2 * 2 * work.total_params / (work.tp * work.pp * work.dp) / link
+        exposed += work.micro * _exposed(fetch, t_micro, ov)
+    return exposed, cpu_step
+
+
+class StepTime:
+    """A training step of `StepWork` on one GPU type: its parts (s), throughput and, given the run's tokens, the
+    wall time and GPU-hours."""
+
+    __slots__ = (
+        "bubble",
+        "eff",
+        "goodput",
+        "gpu_hours",
+        "mfu",
+        "peak",
+        "step",
+        "steps",
+        "t_comm",
+        "t_cpu_opt",
+        "t_dequant",
+        "t_elem",
+        "t_launch",
+        "t_matmul",
+        "t_offload",
+        "t_opt",
+        "tokens_per_s",
+        "wall",
+    )
+
+
+class GpuRates:
+    """What `step_time` reads of one GPU type for one precision, computed once (the search times many layouts on
+    each GPU): the generation's efficiencies, the dense peak, the memory bandwidth it reaches, the link bandwidths
+    by collective group (memoised)."""
+
+    __slots__ = ("bw", "gen", "gpu", "links", "node", "peak", "sm")
+
+    def __init__(self, gpu: Gpu, sm: SpeedModel, precision: str, tf32: bool) -> None:
+        self.gpu, self.sm = gpu, sm
+        self.gen = sm.generations[gpu.generation]
+        self.peak = peak_flops(gpu, precision, tf32)
+        self.bw = gpu.memory_bandwidth_gbs * GB * self.gen.bandwidth
+        self.node = _node_gpus(gpu)
+        self.links: dict[tuple[int, int], float] = {}
+
+    def link(self, group: int, node: int) -> float:
+        """link_gbs(gpu, sm, group, node)."""
+        hit = self.links.get((group, node))
+        if hit is None:
+            hit = self.links[(group, node)] = link_gbs(self.gpu, self.sm, group, node)
+        return hit
+
+
+def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float | None = None,
+              gpus_per_node: int | None = None, virtual_stages: int = 1, rates: GpuRates | None = None) -> StepTime:
+    """Time `work` on `gpu`: plain arithmetic, no result objects (estimate_training_speed builds those). `rates`:
+    the GPU's, when the caller keeps them (for `work.w`'s precision)."""
+    prm = sm.params
+    w, pp, micro = work.w, work.pp, work.micro
+    r = rates if rates is not None else GpuRates(gpu, sm, w.precision, w.tf32)
+    gen = r.gen
+    node = gpus_per_node or min(work.gpus, r.node)
+    out = StepTime()
+
+    # --- one micro-batch on one GPU --------------------------------------------------------------------
+    peak = out.peak = r.peak
+    eff = out.eff = matmul_efficiency(gen, sm, w.precision, work.mm_tokens)
+    pe = peak * eff
+    t_matmul = work.mm_dense / pe + work.mm_attn / (pe * work.af)
+    bw = r.bw
+    t_elem = work.elem_bytes / bw
+    t_elem = max(t_elem - work.logit_bytes / bw, 0.0)  # a chunked or fused loss never writes the fp32 logits
+    t_launch = work.launch_s
+    t_dequant = work.dequant_bytes / bw if w.task == "qlora" else 0.0
+    f = work.factor
+    t_matmul, t_elem, t_launch, t_dequant = t_matmul * f, t_elem * f, t_launch * f, t_dequant * f
+    t_compute = t_matmul + t_elem + t_launch + t_dequant
+    t_act = 0.0
+    if work.act_offload_bytes:  # saved activations go to the host behind forward and come back behind backward
+        t_copy = work.act_offload_bytes / (host_link_gbs(gpu, sm) * GB)
+        t_act = (_exposed(t_copy, t_compute / 3, prm.offload_overlap)
+                 + _exposed(t_copy, t_compute * 2 / 3, prm.offload_overlap))
+    t_micro = t_compute + t_act
+
+    # --- once per step ----------------------------------------------------------------------------------
+    t_opt = 0.0
+    if work.lay.offload == "none":  # offloaded, the optimizer steps on the host (_offload_s)
+        t_opt = work.opt_bytes / bw + (work.opt_launches if w.optimizer_implementation == "for-loop" else 0.0)
+        t_opt *= work.opt_factor
+    t_dp_exposed = _dp_exposed(work, r, node, t_compute)
+    t_tp = 0.0
+    if work.tp > 1:
+        tp_bw = r.link(work.tp, node)
+        act = work.r.batch * work.tok_sample * work.hidden * 2
+        # two all-reduces per layer in forward, two in backward (and two more to recompute)
+        t_tp = micro * work.layers * (6 if work.ckpt else 4) * _allreduce_s(act, work.tp, tp_bw, prm.collective_latency_s)
+        if w.stack != "eager":  # tuned stacks pipeline the all-reduces with the GEMMs around them
+            t_tp *= 1 - prm.tp_comm_overlap
+    bubble = (pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
+    t_zero_off, t_cpu = _offload_s(work, gpu, sm, node, t_compute)
+
+    step = micro * t_micro + t_opt + t_dp_exposed + t_tp + bubble + t_zero_off + t_cpu
+    tokens_per_s = work.step_tokens / step
+    out.t_matmul, out.t_elem, out.t_launch, out.t_dequant, out.t_opt = t_matmul, t_elem, t_launch, t_dequant, t_opt
+    out.t_comm, out.bubble, out.step, out.tokens_per_s = t_dp_exposed + t_tp, bubble, step, tokens_per_s
+    out.t_offload, out.t_cpu_opt = micro * t_act + t_zero_off, t_cpu
+    out.mfu = work.tf.model_per_token * tokens_per_s / (work.gpus * peak)
+    out.steps = out.wall = out.gpu_hours = None
+    out.goodput = 1.0
+    if total_tokens is not None:
+        out.steps = max(math.ceil(total_tokens / work.step_tokens), 1)
+        compute_hours = out.steps * step / 3600
+        if compute_hours > prm.goodput_threshold_hours:
+            out.goodput = prm.goodput_long_run
+        out.wall = compute_hours / out.goodput
+        out.gpu_hours = out.wall * work.gpus
+    return out
+
+
+def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> float:
+    """Data-parallel communication left exposed per step: what each GPU sends ((n-1)/n of the volume in ring
+    collectives) beyond what hides behind the compute it overlaps with."""
+    w, lay, dp, tp, pp, micro = work.w, work.lay, work.dp, work.tp, work.pp, work.micro
+    if dp <= 1:
+        return 0.0
+    prm = rates.sm.params
+    dp_bw = rates.link(work.gpus if work.gpus > node else dp, node) * GB
+    grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4  # FSDP/ZeRO-2+ reduce in 16 bits
+    shard = work.trainable / (tp * pp)
+    # (bytes per GPU, compute it can hide behind, times per step)
+    if lay.zero == 0:  # DDP: all-reduce the gradients during the last micro-batch's backward
+        phases = [(2 * grad_b * shard, t_micro * 2 / 3, 1)]
+    elif lay.zero == 1:  # reduce-scatter the gradients behind the last backward, all-gather the updated
+        # 16-bit weights behind the next forward
+        phases = [((grad_b + 2) * shard, t_micro, 1)]
+    elif lay.zero == 2:  # sharded gradients cannot accumulate unsharded: reduce-scatter every micro-batch
+        phases = [(grad_b * shard, t_micro * 2 / 3, micro), (2 * shard, t_micro / 3, 1)]
+    else:  # ZeRO-3/FSDP: gather 16-bit weights for forward and again for backward, reduce-scatter the
+        # gradients, every micro-batch, behind that micro-batch's compute
+        phases = [(4 * work.total_params / (tp * pp) + grad_b * shard, t_micro, micro)]
+    frac = (dp - 1) / dp
+    hops = 2 * math.ceil(math.log2(dp)) * prm.collective_latency_s
+    total = 0.0
+    for volume, window, times in phases:
+        t = frac * volume / dp_bw + hops
+        # what does not fit in the window is exposed, and overlapping never hides all of it (contention)
+        total += times * _exposed(t, window, prm.comm_overlap)
+    return total
+
+
+__all__ = ["GpuRates", "StepTime", "StepWork", "step_time"]
