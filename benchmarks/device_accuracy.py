@@ -95,10 +95,15 @@ def gpu_for(doc: dict, override: str | None) -> str:
 
 def as_run(project: dict) -> dict:
     """A recorded project, with what the script always did and early runs did not write down: it trains on
-    the plain eager stack (workload.stack: eager)."""
+    the plain eager stack (workload.stack: eager), and transformers' generate() prefills the whole batch's prompts
+    in one forward (workload.prefill_tokens: batch x context; a serving engine's default, which the estimate
+    takes otherwise, prefills in chunks of its token budget)."""
     project = json.loads(json.dumps(project))
-    if project["workload"]["task"] != "inference":
-        project["workload"].setdefault("stack", "eager")
+    w = project["workload"]
+    if w["task"] != "inference":
+        w.setdefault("stack", "eager")
+    elif w.get("batch_size") and w.get("context_length"):
+        w.setdefault("prefill_tokens", w["batch_size"] * w["context_length"])
     return project
 
 
