@@ -62,6 +62,8 @@ class Context:
     currency: str = "USD"
     #: the serving engine's defaults (data/serving.toml): serving memory as the engine allocates it
     engine: EngineDefaults | None = None
+    #: tokens per sample of the search's workload (core/sizing/rates.tokens_per_sample; 0: not worked out)
+    sample_tokens: int = 0
 
 
 @dataclass(eq=False, slots=True)
@@ -119,7 +121,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         # bytes per token on disk: pre-tokenized text about 4 bytes (2 for uint16 ids); images their encoded size
         d = proj.data
         per_sample = ctx.dataset_bytes / d.samples if d.samples and ctx.dataset_bytes else 0.0
-        tok = tokens_per_sample(ctx.arch, c.base)
+        tok = ctx.sample_tokens or tokens_per_sample(ctx.arch, c.base)
         read_rate = (step.tokens_per_s / servers) * (per_sample / tok if per_sample else 4.0)
     needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=proj.data.modality,
                         purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,

@@ -101,7 +101,8 @@ class _Search:
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
-                           engine=inp.serving.engine if inp.serving is not None and not self.training else None)
+                           engine=inp.serving.engine if inp.serving is not None and not self.training else None,
+                           sample_tokens=tokens_per_sample(arch, w))
         self.configs: dict[tuple[int, int], list[Config]] = {}
         self.smallest: dict[tuple[int, int], int | None] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth

@@ -42,6 +42,7 @@ class StepWork:
         "ckpt",
         "dequant_bytes",
         "dp",
+        "dp_phases",
         "elem_bytes",
         "factor",
         "fill",
@@ -145,6 +146,7 @@ def _gpu_free(work: StepWork, w: Workload, prm: SpeedParams) -> None:
     work.launch_s = work.kernels * prm.kernel_launch_s * (4 / 3 if work.ckpt else 1.0)
     work.factor = _stack_factor(w, prm)
     work.opt_factor = (prm.eager_step_factor if w.stack == "eager" else 1.0) * work.opt_steps
+    work.dp_phases = _dp_phases(work, prm) if work.dp > 1 else (0.0, 0.0, ())
 
 
 def _stack_work(work: StepWork, arch: ModelArch, w: Workload, prm: SpeedParams) -> None:
@@ -280,7 +282,7 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
         if w.stack != "eager":  # tuned stacks pipeline the all-reduces with the GEMMs around them
             t_tp *= 1 - prm.tp_comm_overlap
     bubble = (pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
-    t_zero_off, t_cpu = _offload_s(work, gpu, sm, node, t_compute)
+    t_zero_off, t_cpu = _offload_s(work, gpu, sm, node, t_compute) if work.lay.offload != "none" else (0.0, 0.0)
 
     step = micro * t_micro + t_opt + t_dp_exposed + t_tp + bubble + t_zero_off + t_cpu
     tokens_per_s = work.step_tokens / step
@@ -300,34 +302,42 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     return out
 
 
+def _dp_phases(work: StepWork, prm: SpeedParams) -> tuple[float, float, tuple[tuple[float, int, int], ...]]:
+    """What `_dp_exposed` needs of a layout, whatever the GPU: the share of the volume each GPU sends in ring
+    collectives ((n-1)/n), the hops' latency, and per phase (bytes per GPU, the compute it can hide behind: 0 the
+    whole micro-batch, 1 its backward (2/3), 2 its forward (1/3), times per step)."""
+    w, lay, dp, tp, pp, micro = work.w, work.lay, work.dp, work.tp, work.pp, work.micro
+    grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4  # FSDP/ZeRO-2+ reduce in 16 bits
+    shard = work.trainable / (tp * pp)
+    phases: tuple[tuple[float, int, int], ...]
+    if lay.zero == 0:  # DDP: all-reduce the gradients during the last micro-batch's backward
+        phases = ((2 * grad_b * shard, 1, 1),)
+    elif lay.zero == 1:  # reduce-scatter the gradients behind the last backward, all-gather the updated
+        # 16-bit weights behind the next forward
+        phases = (((grad_b + 2) * shard, 0, 1),)
+    elif lay.zero == 2:  # sharded gradients cannot accumulate unsharded: reduce-scatter every micro-batch
+        phases = ((grad_b * shard, 1, micro), (2 * shard, 2, 1))
+    else:  # ZeRO-3/FSDP: gather 16-bit weights for forward and again for backward, reduce-scatter the
+        # gradients, every micro-batch, behind that micro-batch's compute
+        phases = ((4 * work.total_params / (tp * pp) + grad_b * shard, 0, micro),)
+    return (dp - 1) / dp, 2 * math.ceil(math.log2(dp)) * prm.collective_latency_s, phases
+
+
 def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> float:
     """Data-parallel communication left exposed per step: what each GPU sends ((n-1)/n of the volume in ring
     collectives) beyond what hides behind the compute it overlaps with."""
-    w, lay, dp, tp, pp, micro = work.w, work.lay, work.dp, work.tp, work.pp, work.micro
+    dp = work.dp
     if dp <= 1:
         return 0.0
     prm = rates.sm.params
     dp_bw = rates.link(work.gpus if work.gpus > node else dp, node) * GB
-    grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4  # FSDP/ZeRO-2+ reduce in 16 bits
-    shard = work.trainable / (tp * pp)
-    # (bytes per GPU, compute it can hide behind, times per step)
-    if lay.zero == 0:  # DDP: all-reduce the gradients during the last micro-batch's backward
-        phases = [(2 * grad_b * shard, t_micro * 2 / 3, 1)]
-    elif lay.zero == 1:  # reduce-scatter the gradients behind the last backward, all-gather the updated
-        # 16-bit weights behind the next forward
-        phases = [((grad_b + 2) * shard, t_micro, 1)]
-    elif lay.zero == 2:  # sharded gradients cannot accumulate unsharded: reduce-scatter every micro-batch
-        phases = [(grad_b * shard, t_micro * 2 / 3, micro), (2 * shard, t_micro / 3, 1)]
-    else:  # ZeRO-3/FSDP: gather 16-bit weights for forward and again for backward, reduce-scatter the
-        # gradients, every micro-batch, behind that micro-batch's compute
-        phases = [(4 * work.total_params / (tp * pp) + grad_b * shard, t_micro, micro)]
-    frac = (dp - 1) / dp
-    hops = 2 * math.ceil(math.log2(dp)) * prm.collective_latency_s
+    frac, hops, phases = work.dp_phases
+    windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     total = 0.0
     for volume, window, times in phases:
         t = frac * volume / dp_bw + hops
         # what does not fit in the window is exposed, and overlapping never hides all of it (contention)
-        total += times * _exposed(t, window, prm.comm_overlap)
+        total += times * _exposed(t, windows[window], prm.comm_overlap)
     return total
 
 
