@@ -110,17 +110,15 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
             if dp > gbs:
                 continue
             share = gbs // dp
+            # (micro-batch, micro-batches per step, sequences per step) for each micro-batch that divides the share
+            batches = [(mbs, share // mbs, mbs * dp * (share // mbs)) for mbs in pow2_upto(min(share, 64))
+                       if not share % mbs]
             for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
                 lay = _layout(zero, tp, pp)
                 for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
                     terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, cache)
-                    for mbs in pow2_upto(min(share, 64)):
-                        if share % mbs:
-                            continue
-                        g = mbs * dp * (share // mbs)
-                        out.append(Config(n=n, layout=lay, base=w, gradient_checkpointing=ckpt, batch=mbs,
-                                          global_batch=g, device_bytes=terms.device_bytes(mbs, share // mbs, oh),
-                                          terms=terms))
+                    device_bytes = terms.device_bytes
+                    out += [Config(n, lay, w, ckpt, mbs, g, device_bytes(mbs, k, oh), terms) for mbs, k, g in batches]
     return out
 
 
