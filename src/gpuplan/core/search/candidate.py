@@ -5,7 +5,7 @@ turns a kept pick into the full Candidate the plan shows (memory breakdown, spee
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
@@ -64,6 +64,8 @@ class Context:
     engine: EngineDefaults | None = None
     #: tokens per sample of the search's workload (core/sizing/rates.tokens_per_sample; 0: not worked out)
     sample_tokens: int = 0
+    #: the terms every training layout of the search shares (TrainingTerms' cache), reused for the shown ones
+    terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)
@@ -186,7 +188,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         mem = admitted_memory(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine, k.usable)[0]
         start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
     else:
-        mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads)
+        mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
+                              cache=ctx.terms_cache if ctx.training else None)
     time = None
     if ctx.training:
         assert k.work is not None and k.step is not None

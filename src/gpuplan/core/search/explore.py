@@ -107,7 +107,7 @@ class _Search:
         self.smallest: dict[tuple[int, int], int | None] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
-        self.terms_cache: dict[tuple[object, ...], object] = {}
+        self.terms_cache = self.ctx.terms_cache  # shared with materialize
         self.grown_cache: dict[tuple[object, ...], object] = {}
         self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float], int] = {}
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}

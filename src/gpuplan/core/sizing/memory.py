@@ -31,14 +31,16 @@ from gpuplan.schema.project import Layout, Workload
 
 
 def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                    table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None) -> MemoryEstimate:
+                    table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None,
+                    cache: dict[tuple[object, ...], object] | None = None) -> MemoryEstimate:
     """Peak memory per GPU of `w` on `gpus` GPUs laid out as `lay`, and of loading its checkpoint. `qlora`: the
-    4-bit implementation when it is not `w.framework`'s (e.g. an old bitsandbytes, stack.qlora_impl)."""
+    4-bit implementation when it is not `w.framework`'s (e.g. an old bitsandbytes, stack.qlora_impl); `cache`:
+    a training estimate's shared terms (TrainingTerms: the search passes its own)."""
     check_stack(arch, w)
     if w.task == "inference":
         m = estimate_inference(arch, p, w, lay, gpus, oh)
     else:
-        m = estimate_training(arch, p, w, lay, gpus, table, oh, qlora)
+        m = estimate_training(arch, p, w, lay, gpus, table, oh, qlora, cache)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
     device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})

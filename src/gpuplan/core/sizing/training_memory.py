@@ -313,8 +313,10 @@ OFFLOAD_LAYERS_ON_GPU = 2
 
 
 def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                      table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None) -> MemoryEstimate:
-    terms = TrainingTerms(arch, p, w, lay, gpus, table, qlora=qlora)
+                      table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None,
+                      cache: dict[tuple[object, ...], object] | None = None) -> MemoryEstimate:
+    """`cache`: TrainingTerms' (the search's, for the layouts it shows)."""
+    terms = TrainingTerms(arch, p, w, lay, gpus, table, cache, qlora)
     r = resolve(arch, w)
     phases = terms.phases(r.batch, _microbatches(w, r, terms.dp))
     return _finish(phases, oh, gpus, lay, training=True, notes=list(terms.notes), kv=0.0, trainable=terms.trainable)
