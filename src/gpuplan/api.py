@@ -210,10 +210,11 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
                          "re-estimated on the owned server", "model.preset, model.hf or model.hf_config")
     if have is not None:
         from gpuplan.core.audit.machine import MachineSpec
-    if have is not None and not isinstance(have, MachineSpec):
-        from gpuplan.probe import read_server_file
 
-        have = read_server_file(have, bundle.catalog)
+        if not isinstance(have, MachineSpec):
+            from gpuplan.probe import read_server_file
+
+            have = read_server_file(have, bundle.catalog)
     traced = _trace_project(proj, base) if proj.model.trace else None
     model = _resolve(proj, base) if traced is None else None
     try:

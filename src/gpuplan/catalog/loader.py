@@ -160,15 +160,21 @@ def load_speed_model() -> SpeedModel:
     """The speed model's assumptions (data/speed.toml)."""
     path = "gpuplan/data/speed.toml"
     data = _read_toml(_data_text("speed.toml"), path)
-    gens: dict[str, GenerationEfficiency] = {}
-    for i, row in enumerate(data.get("generation", [])):
-        try:
-            g = GenerationEfficiency(**row)
-        except ValidationError as exc:
-            raise _row_error(path, row, i, exc) from None
-        gens[g.id] = g
+    gens = table_rows(data, path, "generation", GenerationEfficiency)
     params, sources = param_rows(data, path, SpeedParams)
     return SpeedModel(generations=gens, params=params, sources=sources)
+
+
+def table_rows(data: dict[str, Any], path: str, table: str, model: type[M]) -> dict[str, M]:
+    """The `[[table]]` rows of a data file, each validated as `model`, by id (a row's index where it has none);
+    a row that does not validate is an error naming the file, row and field."""
+    out: dict[str, M] = {}
+    for i, row in enumerate(data.get(table, [])):
+        try:
+            out[row.get("id", str(i))] = model(**row)
+        except ValidationError as exc:
+            raise _row_error(path, row, i, exc) from None
+    return out
 
 
 def param_rows(data: dict[str, Any], path: str, model: type[M]) -> tuple[M, dict[str, str]]:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import ValidationError
-
-from gpuplan.catalog.loader import _data_text, _row_error, param_rows, read_toml
+from gpuplan.catalog.loader import _data_text, param_rows, read_toml, table_rows
 from gpuplan.errors import CatalogError
 from gpuplan.schema.serving import AllReduceCost, EngineDefaults, ServingData, UseCaseTemplate
 
@@ -17,18 +15,8 @@ PATH = "gpuplan/data/serving.toml"
 def parse_serving(text: str, path: str = PATH) -> ServingData:
     data = read_toml(text, path)
     engine, sources = param_rows(data, path, EngineDefaults)
-    links: dict[str, AllReduceCost] = {}
-    for i, row in enumerate(data.get("allreduce", [])):
-        try:
-            links[row.get("id", str(i))] = AllReduceCost(**row)
-        except ValidationError as exc:
-            raise _row_error(path, row, i, exc) from None
-    cases: dict[str, UseCaseTemplate] = {}
-    for i, row in enumerate(data.get("use_case", [])):
-        try:
-            cases[row.get("id", str(i))] = UseCaseTemplate(**row)
-        except ValidationError as exc:
-            raise _row_error(path, row, i, exc) from None
+    links = table_rows(data, path, "allreduce", AllReduceCost)
+    cases = table_rows(data, path, "use_case", UseCaseTemplate)
     for need in ("nvlink", "pcie"):
         if need not in links:
             raise CatalogError(path, f"no [[allreduce]] row for {need}", row=need)

@@ -15,7 +15,6 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.speed import (
     StepTime,
     StepWork,
-    tokens_per_sample,
     training_speed_result,
 )
 from gpuplan.schema.estimate import ActivationTable, Overheads
@@ -58,12 +57,12 @@ class Context:
     dataset_bytes: float
     #: how well each GPU's speed and price are known, by GPU id (core/search/evidence.py)
     evidence: dict[str, Evidence]
+    #: tokens per sample of the search's workload (core/sizing/rates.tokens_per_sample)
+    sample_tokens: int
     #: the plan's currency (the budget's): reasons state money in it, converted with usd_to_budget
     currency: str = "USD"
     #: the serving engine's defaults (data/serving.toml): serving memory as the engine allocates it
     engine: EngineDefaults | None = None
-    #: tokens per sample of the search's workload (core/sizing/rates.tokens_per_sample; 0: not worked out)
-    sample_tokens: int = 0
     #: the terms every training layout of the search shares (TrainingTerms' cache), reused for the shown ones
     terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
 
@@ -123,8 +122,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         # bytes per token on disk: pre-tokenized text about 4 bytes (2 for uint16 ids); images their encoded size
         d = proj.data
         per_sample = ctx.dataset_bytes / d.samples if d.samples and ctx.dataset_bytes else 0.0
-        tok = ctx.sample_tokens or tokens_per_sample(ctx.arch, c.base)
-        read_rate = (step.tokens_per_s / servers) * (per_sample / tok if per_sample else 4.0)
+        read_rate = (step.tokens_per_s / servers) * (per_sample / ctx.sample_tokens if per_sample else 4.0)
     needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=proj.data.modality,
                         purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
                         weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
@@ -215,7 +213,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
                        "the range")
     price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
-    server = ctx.build_server(k.needs)[0] or k.server  # the same figures, with the reason lines
+    server = ctx.build_server(k.needs)[0]  # the same figures as k.server, with the reason lines
+    assert server is not None, "the full build of a server the figures-only build made"
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
         memory=memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training

@@ -90,7 +90,8 @@ class _Search:
         self.rejected: list[Rejected] = []
         self.gpus = allowed_gpus(proj, inp.catalog, self.rejected)
         self.gbs = global_batch(proj)[0]
-        tokens = training_tokens(proj, tokens_per_sample(arch, w))[0] if self.training else None
+        sample_tokens = tokens_per_sample(arch, w)
+        tokens = training_tokens(proj, sample_tokens)[0] if self.training else None
         self.model_scale = proj.growth.model_scale
         self.grows = grows(proj)
         d = proj.data
@@ -102,12 +103,11 @@ class _Search:
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None,
-                           sample_tokens=tokens_per_sample(arch, w))
+                           sample_tokens=sample_tokens)
         self.configs: dict[tuple[int, int], list[Config]] = {}
         self.smallest: dict[tuple[int, int], int | None] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
-        self.terms_cache = self.ctx.terms_cache  # shared with materialize
         self.grown_cache: dict[tuple[object, ...], object] = {}
         self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float], int] = {}
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
@@ -127,12 +127,18 @@ class _Search:
         self.engine = inp.serving.engine if inp.serving is not None and not self.training else None
 
     # ------------------------------------------------------------------------------------------ memory
+    @staticmethod
+    def shape_key(n: int, per_server: int) -> tuple[int, int]:
+        """The key of n GPUs' configurations in a server of `per_server` (tensor parallelism spans at most 8 of
+        them, so a larger server, an NVL72 rack, shares the 8-GPU server's)."""
+        return n, min(per_server, 8)
+
     def configs_for(self, n: int, per_server: int) -> list[Config]:
-        key = (n, min(per_server, 8))
+        key = self.shape_key(n, per_server)
         if key not in self.configs:
             inp = self.inp
             cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
-                                   self.terms_cache)
+                                   self.ctx.terms_cache)
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
                                                           inp.overheads, self.engine))
             self.evaluated += len(cs)
@@ -141,7 +147,7 @@ class _Search:
 
     def smallest_for(self, n: int, per_server: int) -> int | None:
         """The least memory per GPU of any configuration of n GPUs (None: there is none)."""
-        key = (n, min(per_server, 8))
+        key = self.shape_key(n, per_server)
         if key not in self.smallest:
             self.smallest[key] = min((c.device_bytes for c in self.configs_for(n, per_server)), default=None)
         return self.smallest[key]
@@ -220,7 +226,7 @@ class _Search:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
                 best_fail[:] = [(smallest, ps, servers)]
             return "no-fit"
-        hkey = (n, min(ps, 8), usable)  # GPUs of the same usable memory see the same layouts
+        hkey = (*self.shape_key(n, ps), usable)  # GPUs of the same usable memory see the same layouts
         if hkey not in self.heads:
             head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
             # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed)

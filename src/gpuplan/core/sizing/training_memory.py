@@ -161,15 +161,11 @@ class TrainingTerms:
     def _per_layer_group(self, arch: ModelArch, p: ParamCount, w: Workload, c: dict[object, object],
                          qlora: QloraImpl | None) -> None:
         """The bitsandbytes terms and the bytes per sequence, shared through `c` by the layouts of one tensor-parallel
-        degree and recomputation choice (they depend on nothing else), unless `qlora` names an implementation."""
-        key = ("per_group", self.lay.tp, self.ckpt)
-        if qlora is not None or key not in c:
+        degree, recomputation choice and 4-bit implementation (they depend on nothing else)."""
+        key = ("per_group", self.lay.tp, self.ckpt, qlora)
+        if key not in c:
             self.retained, self.dequant = qlora_terms(arch, p, w, self.lay.tp, qlora or qlora_impl(w))
-            value = (self.retained, self.dequant, self._per_sequence(arch, _residual_bytes(w)))
-            if qlora is not None:
-                self.per_seq = value[2]
-                return
-            c[key] = value
+            c[key] = (self.retained, self.dequant, self._per_sequence(arch, _residual_bytes(w)))
         self.retained, self.dequant, self.per_seq = c[key]  # type: ignore[misc]
 
     def _per_sequence(self, arch: ModelArch, resid: int) -> tuple[float, ...]:
