@@ -98,6 +98,7 @@ class _Search:
         dataset_bytes = (d.size_gb * 1e9 if d.size_gb else 0.0) * proj.growth.data_scale
         self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable_parameters(arch, p, proj),
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
+                           server_price=inp.server_price,
                            usd_to_budget=inp.usd_to_budget, rent_per_gpu_hour=inp.rent_per_gpu_hour,
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
@@ -105,11 +106,14 @@ class _Search:
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None,
                            sample_tokens=sample_tokens)
         self.configs: dict[tuple[int, int], list[Config]] = {}
+        #: training: each layout's configurations, shared by the server sizes that allow it (training_configs)
+        self.layouts: dict[tuple[int, int, int, int, bool], list[Config]] = {}
         self.smallest: dict[tuple[int, int], int | None] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
         self.grown_cache: dict[tuple[object, ...], object] = {}
-        self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float], int] = {}
+        self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float, int], int] = {}
+        self.grown_one: dict[int, int] = {}  # training, at the planned size: by id of the configuration
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
         self.grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, self.p_grown)}
         self.work: dict[int, StepWork] = {}
@@ -138,7 +142,7 @@ class _Search:
         if key not in self.configs:
             inp = self.inp
             cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
-                                   self.ctx.terms_cache)
+                                   self.ctx.terms_cache, self.layouts)
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
                                                           inp.overheads, self.engine))
             self.evaluated += len(cs)
@@ -161,33 +165,46 @@ class _Search:
     def grown_device(self, c: Config, factor: float = 1.0, usable: int = 0) -> int:
         """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size;
         serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
-        if factor == 1.0 and not self.grows and self.training:
-            return c.device_bytes  # nothing grows: the layout's own memory
-        key = (c.key, factor, usable if not self.training else 0)  # a training step's memory is the GPU's own
+        if self.training:  # a training step's memory is the GPU's own: `usable` does not enter
+            if factor == 1.0:
+                if not self.grows:
+                    return c.device_bytes  # nothing grows: the layout's own memory
+                hit = self.grown_one.get(id(c))  # the search's configurations live as long as it does
+                if hit is None:
+                    hit = self.grown_one[id(c)] = self._grown_step(c, 1.0)
+                return hit
+            key = (c.key, factor, 0)
+            if key not in self.grown_dev:
+                self.grown_dev[key] = self._grown_step(c, factor)
+            return self.grown_dev[key]
+        key = (c.key, factor, usable)
         if key not in self.grown_dev:
             a, pa = self.grown_model(factor)
             lay = c.layout
-            if self.training:
-                tkey = (c.n, lay.zero, lay.tp, lay.pp, c.gradient_checkpointing, factor)
-                terms = self.grown_terms.get(tkey)
-                if terms is None:
-                    gw = grown_workload(c.base.model_copy(update={"gradient_checkpointing": c.gradient_checkpointing}),
-                                        self.proj, self.arch)
-                    terms = self.grown_terms[tkey] = TrainingTerms(a, pa, gw, lay, c.n, self.inp.table,
-                                                                   self.grown_cache.setdefault(factor, {}))  # type: ignore[arg-type]
-                self.grown_dev[key] = terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)
+            gw = c.workload.model_copy(update={
+                "batch_size": max(math.ceil(self.w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1),
+                "context_length": self.w_grown.context_length})
+            mp = lay.tp * lay.pp
+            if self.engine is not None:
+                m = admitted_memory(a, pa, gw, lay, mp, self.inp.overheads, self.engine, usable)[0]
+                self.grown_dev[key] = max(m.device_bytes, m.load_device_bytes)
             else:
-                gw = c.workload.model_copy(update={
-                    "batch_size": max(math.ceil(self.w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1),
-                    "context_length": self.w_grown.context_length})
-                mp = lay.tp * lay.pp
-                if self.engine is not None:
-                    m = admitted_memory(a, pa, gw, lay, mp, self.inp.overheads, self.engine, usable)[0]
-                    self.grown_dev[key] = max(m.device_bytes, m.load_device_bytes)
-                else:
-                    self.grown_dev[key] = estimate_memory(a, pa, gw, lay, mp, self.inp.table,
-                                                          self.inp.overheads).device_bytes
+                self.grown_dev[key] = estimate_memory(a, pa, gw, lay, mp, self.inp.table,
+                                                      self.inp.overheads).device_bytes
         return self.grown_dev[key]
+
+    def _grown_step(self, c: Config, factor: float) -> int:
+        """A training layout's peak bytes per GPU with the grown model (`factor` times the planned size)."""
+        a, pa = self.grown_model(factor)
+        lay = c.layout
+        tkey = (c.n, lay.zero, lay.tp, lay.pp, c.gradient_checkpointing, factor)
+        terms = self.grown_terms.get(tkey)
+        if terms is None:
+            gw = grown_workload(c.base.model_copy(update={"gradient_checkpointing": c.gradient_checkpointing}),
+                                self.proj, self.arch)
+            terms = self.grown_terms[tkey] = TrainingTerms(a, pa, gw, lay, c.n, self.inp.table,
+                                                           self.grown_cache.setdefault(factor, {}))  # type: ignore[arg-type]
+        return terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)
 
     # ------------------------------------------------------------------------------------------ one shape
     def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object, object]:

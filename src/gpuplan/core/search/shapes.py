@@ -90,10 +90,13 @@ def _layout(zero: int, tp: int, pp: int) -> Layout:
 
 def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int, gbs: int,
                      table: ActivationTable, oh: Overheads,
-                     cache: dict[tuple[object, ...], object] | None = None) -> list[Config]:
+                     cache: dict[tuple[object, ...], object] | None = None,
+                     layouts: dict[tuple[int, int, int, int, bool], list[Config]] | None = None) -> list[Config]:
     """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch.
-    `cache`: shared by the calls of one search (TrainingTerms)."""
+    `cache`: shared by the calls of one search (TrainingTerms); `layouts`: the configurations of each (n, tp, pp,
+    ZeRO, recomputation) made so far in the search (a layout of n GPUs is the same in servers of 4 or of 8)."""
     out: list[Config] = []
+    made = {} if layouts is None else layouts
     layers = arch.num_layers + arch.num_decoder_layers
     by_ckpt = {ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)}
     for tp in pow2_upto(min(per_server, 8)):
@@ -113,12 +116,17 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
             # (micro-batch, micro-batches per step, sequences per step) for each micro-batch that divides the share
             batches = [(mbs, share // mbs, mbs * dp * (share // mbs)) for mbs in pow2_upto(min(share, 64))
                        if not share % mbs]
+            steps = [(mbs, k) for mbs, k, _ in batches]
             for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
                 lay = _layout(zero, tp, pp)
                 for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
-                    terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, cache)
-                    device_bytes = terms.device_bytes
-                    out += [Config(n, lay, w, ckpt, mbs, g, device_bytes(mbs, k, oh), terms) for mbs, k, g in batches]
+                    key = (n, tp, pp, zero, ckpt)
+                    group = made.get(key)
+                    if group is None:
+                        terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, cache)
+                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, terms) for (mbs, _, g), dev
+                                             in zip(batches, terms.device_bytes_of(steps, oh))]
+                    out += group
     return out
 
 

@@ -7,6 +7,7 @@ Pure."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from gpuplan.core.sizing.activations import (
     Resolved,
@@ -132,7 +133,11 @@ class TrainingTerms:
             c[hkey] = _head_terms(arch, r, w, lay.tp)  # type: ignore[arg-type]
         self.head = c[hkey]
 
-        self.amp_casts, self.amp_casts_bwd = _amp_casts(arch, p, w, lay, dp)
+        akey = ("amp", ckpt, lay.tp * lay.pp * (dp if lay.zero >= 3 else 1))  # what _amp_casts divides by
+        amp = c.get(akey)
+        if amp is None:
+            amp = c[akey] = _amp_casts(arch, p, w, lay, dp)
+        self.amp_casts, self.amp_casts_bwd = amp  # type: ignore[misc]
         zero3_work = 0.0
         if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
             zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
@@ -197,9 +202,13 @@ class TrainingTerms:
         fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
         G, A, lg, hg = st["gradients"], st["accumulated"], self.layer_grad, self.head_grad
         # phase_parts' gradients with one micro-batch per step, and with gradient accumulation
-        one = (0, 0, ceil(max(0.0, hg) / b) * b, ceil((G - lg) / b) * b, ceil(G / b) * b)
-        a = ceil(A / b) * b
-        acc = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
+        g_less, g_all = ceil((G - lg) / b) * b, ceil(G / b) * b
+        one = (0, 0, ceil(max(0.0, hg) / b) * b, g_less, g_all)
+        if A == G:  # what accumulation keeps is the gradients (the optimizer does not step in backward)
+            acc = (g_all, g_all, ceil(max(A, hg) / b) * b, g_less, g_all)
+        else:
+            a = ceil(A / b) * b
+            acc = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
         fo, dq = self.fixed_other, self.dequant
         others = (ceil((self.amp_casts_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b,
                   ceil((st["optimizer_temp"] + fo) / b) * b)
@@ -243,37 +252,52 @@ class TrainingTerms:
                 for name, (g, a, o) in zip(PHASES, self.phase_parts(batch, microbatches))}
 
     def device_bytes(self, batch: int, microbatches: int, oh: Overheads) -> int:
-        """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built: the
-        arithmetic of `phase_parts` and `_levels`, with the parts that do not grow with the micro-batch rounded once
-        (`rounded`). The search's hot path: keep it equal to `phase_parts` term by term."""
+        """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built
+        (`device_bytes_of` for one)."""
+        return self.device_bytes_of(((batch, microbatches),), oh)[0]
+
+    def device_bytes_of(self, batches: Iterable[tuple[int, int]], oh: Overheads) -> list[int]:
+        """`device_bytes` of each (micro-batch, micro-batches per step): the arithmetic of `phase_parts` and
+        `_levels`, with the parts that do not grow with the micro-batch rounded once (`rounded`) and the terms read
+        once for all. The search's hot path: keep it equal to `phase_parts` term by term."""
         saved, one, hs, hf, hb, emb, kept = self.per_seq
         fixed, g_one, g_acc, (o3, o4, o5) = self.rounded
-        g = g_one if microbatches == 1 else g_acc
         b, ceil = ALLOC_BLOCK, math.ceil
-        saved_layer = batch * (min(self.pp, microbatches) / self.pp) * saved
-        one_layer = saved_layer / self.cnn_layers if self.cnn else batch * one
-        head_saved, embed = batch * hs, batch * emb
-        activations = saved_layer + head_saved + embed + batch * kept
-        a12 = ceil(activations / b) * b
-        a3 = ceil((activations - head_saved + (one_layer if self.ckpt else 0.0)) / b) * b
-        a4 = ceil((embed + one_layer) / b) * b
-        o1 = ceil((self.amp_casts + batch * hf + self.fixed_other + self.dequant) / b) * b
-        o2 = ceil((self.amp_casts_bwd + batch * hb + self.fixed_other + self.dequant) / b) * b
-        # the first phase with the largest total, as max() picks it (PHASES' order, written out)
-        top, churn = fixed + g[0] + a12 + o1, a12 + o1
-        total = fixed + g[1] + a12 + o2
-        if total > top:
-            top, churn = total, a12 + o2
-        total = fixed + g[2] + a3 + o3
-        if total > top:
-            top, churn = total, a3 + o3
-        total = fixed + g[3] + a4 + o4
-        if total > top:
-            top, churn = total, a4 + o4
-        total = fixed + g[4] + o5
-        if total > top:
-            top, churn = total, o5
-        return _reserve_and_device(top, churn, oh, self.gpus, self.lay, True)[1]
+        pp, cnn, cnn_layers, ckpt = self.pp, self.cnn, self.cnn_layers, self.ckpt
+        amp, amp_bwd, fo, dq = self.amp_casts, self.amp_casts_bwd, self.fixed_other, self.dequant
+        # _reserve_and_device, written out: the allocator's reserve and the CUDA context with the communicators
+        frac, rnd = oh.allocator_fraction_training, oh.allocator_rounding_bytes
+        cublas, lay = oh.cublas_workspace_bytes, self.lay
+        base = oh.cuda_context_bytes + ((1 if self.gpus > 1 else 0) + (1 if lay.tp > 1 else 0)
+                                        + (1 if lay.pp > 1 else 0)) * oh.nccl_bytes_per_communicator
+        out = []
+        for batch, microbatches in batches:
+            g = g_one if microbatches == 1 else g_acc
+            saved_layer = batch * (min(pp, microbatches) / pp) * saved
+            one_layer = saved_layer / cnn_layers if cnn else batch * one
+            head_saved, embed = batch * hs, batch * emb
+            activations = saved_layer + head_saved + embed + batch * kept
+            a12 = ceil(activations / b) * b
+            a3 = ceil((activations - head_saved + (one_layer if ckpt else 0.0)) / b) * b
+            a4 = ceil((embed + one_layer) / b) * b
+            o1 = ceil((amp + batch * hf + fo + dq) / b) * b
+            o2 = ceil((amp_bwd + batch * hb + fo + dq) / b) * b
+            # the first phase with the largest total, as max() picks it (PHASES' order, written out)
+            top, churn = fixed + g[0] + a12 + o1, a12 + o1
+            total = fixed + g[1] + a12 + o2
+            if total > top:
+                top, churn = total, a12 + o2
+            total = fixed + g[2] + a3 + o3
+            if total > top:
+                top, churn = total, a3 + o3
+            total = fixed + g[3] + a4 + o4
+            if total > top:
+                top, churn = total, a4 + o4
+            total = fixed + g[4] + o5
+            if total > top:
+                top, churn = total, o5
+            out.append(int(ceil((top + frac * churn + cublas) / rnd) * rnd) + base)
+        return out
 
     def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:
         """What `estimate_training(...).load_device_bytes` is (loading the checkpoint; no micro-batch in it): the
