@@ -12,6 +12,7 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
     GB,
     _allreduce_s,
+    _base_efficiency,
     _exposed,
     _lora_linears,
     _node_gpus,
@@ -19,7 +20,6 @@ from gpuplan.core.sizing.rates import (
     _stack_factor,
     host_link_gbs,
     link_gbs,
-    matmul_efficiency,
     peak_flops,
     precision_class,
 )
@@ -61,6 +61,8 @@ class StepWork:
         "mm_attn",
         "mm_dense",
         "mm_tokens",
+        "model_per_token",
+        "offloaded",
         "opt_bytes",
         "opt_factor",
         "opt_launches",
@@ -73,6 +75,8 @@ class StepWork:
         "tok_sample",
         "total_params",
         "tp",
+        "tp_bytes",
+        "tp_calls",
         "trainable",
         "w",
     )
@@ -147,6 +151,12 @@ def _gpu_free(work: StepWork, w: Workload, prm: SpeedParams) -> None:
     work.factor = _stack_factor(w, prm)
     work.opt_factor = (prm.eager_step_factor if w.stack == "eager" else 1.0) * work.opt_steps
     work.dp_phases = _dp_phases(work, prm) if work.dp > 1 else (0.0, 0.0, ())
+    work.offloaded = work.lay.offload != "none"
+    # tensor parallel: the bytes of one all-reduce, and how many per step (two per layer in forward, two in
+    # backward, and two more to recompute)
+    work.tp_bytes = work.r.batch * work.tok_sample * work.hidden * 2
+    work.tp_calls = work.micro * work.layers * (6 if work.ckpt else 4)
+    work.model_per_token = work.tf.model_per_token
 
 
 def _stack_work(work: StepWork, arch: ModelArch, w: Workload, prm: SpeedParams) -> None:
@@ -218,7 +228,7 @@ class GpuRates:
     each GPU): the generation's efficiencies, the dense peak, the memory bandwidth it reaches, the link bandwidths
     by collective group (memoised)."""
 
-    __slots__ = ("bw", "gen", "gpu", "links", "node", "peak", "sm")
+    __slots__ = ("base_eff", "bw", "gen", "gpu", "half_tokens", "links", "node", "peak", "sm")
 
     def __init__(self, gpu: Gpu, sm: SpeedModel, precision: str, tf32: bool) -> None:
         self.gpu, self.sm = gpu, sm
@@ -227,6 +237,9 @@ class GpuRates:
         self.bw = gpu.memory_bandwidth_gbs * GB * self.gen.bandwidth
         self.node = _node_gpus(gpu)
         self.links: dict[tuple[int, int], float] = {}
+        #: matmul_efficiency's terms: the generation's efficiency at this precision, the half-efficiency tokens
+        self.base_eff = _base_efficiency(self.gen, precision)
+        self.half_tokens = sm.params.matmul_half_tokens
 
     def link(self, group: int, node: int) -> float:
         """link_gbs(gpu, sm, group, node)."""
@@ -243,20 +256,20 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     prm = sm.params
     w, pp, micro = work.w, work.pp, work.micro
     r = rates if rates is not None else GpuRates(gpu, sm, w.precision, w.tf32)
-    gen = r.gen
     node = gpus_per_node or min(work.gpus, r.node)
     out = StepTime()
 
     # --- one micro-batch on one GPU --------------------------------------------------------------------
     peak = out.peak = r.peak
-    eff = out.eff = matmul_efficiency(gen, sm, w.precision, work.mm_tokens)
+    tokens = work.mm_tokens  # matmul_efficiency, with the GPU's terms read once
+    eff = out.eff = r.base_eff * tokens / (tokens + r.half_tokens)
     pe = peak * eff
     t_matmul = work.mm_dense / pe + work.mm_attn / (pe * work.af)
     bw = r.bw
     t_elem = work.elem_bytes / bw
     t_elem = max(t_elem - work.logit_bytes / bw, 0.0)  # a chunked or fused loss never writes the fp32 logits
     t_launch = work.launch_s
-    t_dequant = work.dequant_bytes / bw if w.task == "qlora" else 0.0
+    t_dequant = work.dequant_bytes / bw  # 0 but for QLoRA
     f = work.factor
     t_matmul, t_elem, t_launch, t_dequant = t_matmul * f, t_elem * f, t_launch * f, t_dequant * f
     t_compute = t_matmul + t_elem + t_launch + t_dequant
@@ -269,27 +282,24 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
 
     # --- once per step ----------------------------------------------------------------------------------
     t_opt = 0.0
-    if work.lay.offload == "none":  # offloaded, the optimizer steps on the host (_offload_s)
-        t_opt = work.opt_bytes / bw + (work.opt_launches if w.optimizer_implementation == "for-loop" else 0.0)
-        t_opt *= work.opt_factor
+    if not work.offloaded:  # offloaded, the optimizer steps on the host (_offload_s); launches: a for-loop's
+        t_opt = (work.opt_bytes / bw + work.opt_launches) * work.opt_factor
     t_dp_exposed = _dp_exposed(work, r, node, t_compute)
     t_tp = 0.0
     if work.tp > 1:
         tp_bw = r.link(work.tp, node)
-        act = work.r.batch * work.tok_sample * work.hidden * 2
-        # two all-reduces per layer in forward, two in backward (and two more to recompute)
-        t_tp = micro * work.layers * (6 if work.ckpt else 4) * _allreduce_s(act, work.tp, tp_bw, prm.collective_latency_s)
+        t_tp = work.tp_calls * _allreduce_s(work.tp_bytes, work.tp, tp_bw, prm.collective_latency_s)
         if w.stack != "eager":  # tuned stacks pipeline the all-reduces with the GEMMs around them
             t_tp *= 1 - prm.tp_comm_overlap
     bubble = (pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
-    t_zero_off, t_cpu = _offload_s(work, gpu, sm, node, t_compute) if work.lay.offload != "none" else (0.0, 0.0)
+    t_zero_off, t_cpu = _offload_s(work, gpu, sm, node, t_compute) if work.offloaded else (0.0, 0.0)
 
     step = micro * t_micro + t_opt + t_dp_exposed + t_tp + bubble + t_zero_off + t_cpu
     tokens_per_s = work.step_tokens / step
     out.t_matmul, out.t_elem, out.t_launch, out.t_dequant, out.t_opt = t_matmul, t_elem, t_launch, t_dequant, t_opt
     out.t_comm, out.bubble, out.step, out.tokens_per_s = t_dp_exposed + t_tp, bubble, step, tokens_per_s
     out.t_offload, out.t_cpu_opt = micro * t_act + t_zero_off, t_cpu
-    out.mfu = work.tf.model_per_token * tokens_per_s / (work.gpus * peak)
+    out.mfu = work.model_per_token * tokens_per_s / (work.gpus * peak)
     out.steps = out.wall = out.gpu_hours = None
     out.goodput = 1.0
     if total_tokens is not None:
