@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.server_rules import load_server_rules
-from gpuplan.core.server.builder import build_server
+from gpuplan.core.server.builder import build_server, server_price
 from gpuplan.schema.plan import ServerNeeds
 from gpuplan.units import GIB
 
@@ -157,6 +157,9 @@ def test_the_figures_alone_are_the_full_build_without_its_lines(needs):
     full, why = build_server(needs, CATALOG, RULES)
     fast, fast_why = build_server(needs, CATALOG, RULES, reasons=False)
     assert fast_why == why
+    # and what the search compares of it (server_price: no spec made) is that server's price, or the same reason
+    assert server_price(needs, CATALOG, RULES) == ((False, None, why) if full is None else
+                                                  (True, full.price_usd, None))
     if full is None:
         assert fast is None
         return

@@ -15,7 +15,7 @@ from gpuplan.core.search.evidence import evidence_by_gpu
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
 from gpuplan.core.search.ranking import budget_limit
 from gpuplan.core.search.traced import search_traced
-from gpuplan.core.server.builder import build_server
+from gpuplan.core.server.builder import build_server, server_price
 from gpuplan.core.sizing.project import grow_arch
 from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
@@ -44,7 +44,8 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
         project=project, arch=arch,  # type: ignore[arg-type]
         grown_arch=grow_arch(arch, project.growth.model_scale) if arch is not None else None,  # type: ignore[arg-type]
         catalog=catalog, speed=bundle.speed, table=bundle.table, overheads=bundle.overheads,
-        build_server=partial(build_server, catalog=catalog, rules=bundle.rules), usd_to_budget=bundle.fx[currency],
+        build_server=partial(build_server, catalog=catalog, rules=bundle.rules),
+        server_price=partial(server_price, catalog=catalog, rules=bundle.rules), usd_to_budget=bundle.fx[currency],
         currency=currency,
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),

@@ -9,6 +9,7 @@ carry the system's own maximum draw, an InfiniBand card without RDMA).
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from typing import Literal
 
@@ -171,14 +172,20 @@ class Platform(CatalogRow):
     @property
     def psu_usable_w(self) -> float | None:
         """Power the PSUs deliver with the spare supplies held back: total x N / (N + M)."""
-        if self.psu_total_w is None:
-            return None
-        if self.psu_redundancy is None:
-            return float(self.psu_total_w)
-        m = re.match(REDUNDANCY_PATTERN, self.psu_redundancy)
-        assert m is not None  # the field pattern guarantees it
-        n, spare = int(m.group(1)), int(m.group(2))
-        return self.psu_total_w * n / (n + spare)
+        return _psu_usable_w(self.psu_total_w, self.psu_redundancy)
+
+
+@functools.lru_cache(maxsize=256)
+def _psu_usable_w(total_w: float | None, redundancy: str | None) -> float | None:
+    """Platform.psu_usable_w of these figures (parsed once: the server builder asks on every build)."""
+    if total_w is None:
+        return None
+    if redundancy is None:
+        return float(total_w)
+    m = re.match(REDUNDANCY_PATTERN, redundancy)
+    assert m is not None  # the field pattern guarantees it
+    n, spare = int(m.group(1)), int(m.group(2))
+    return total_w * n / (n + spare)
 
 
 class Drive(CatalogRow):

@@ -45,9 +45,11 @@ class Context:
     speed: SpeedModel
     table: ActivationTable
     overheads: Overheads
-    #: core.server.build_server over the catalog: `(needs)` builds the full spec, `(needs, reasons=False)` the
-    #: same figures without the reason lines (what the search compares; `materialize` writes the text)
+    #: core.server.build_server over the catalog: `(needs)` builds the full spec (`materialize`)
     build_server: Callable[..., tuple[ServerSpec | None, str | None]]
+    #: core.server.server_price over the catalog: whether that server is built, its price, why not (what the
+    #: search compares)
+    server_price: Callable[[ServerNeeds], tuple[bool, float | None, str | None]]
     usd_to_budget: float
     rent_per_gpu_hour: dict[str, float]
     checkpoints_kept: int
@@ -82,8 +84,7 @@ class Pick:
     grown_device_bytes: int
     cap: int
     usable: int
-    #: the server's figures (built without its reason lines; `materialize` builds the full spec from `needs`)
-    server: ServerSpec
+    #: what the server is built for (`materialize` builds its full spec)
     needs: ServerNeeds
     price_usd: float | None
     rent_usd: float | None
@@ -127,11 +128,11 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
                         purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
                         weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
                         tensor_parallel=c.layout.tp, multi_node=servers > 1 and training, serving=not training)
-    spec, why = ctx.build_server(needs, reasons=False)  # why it fails is written in either pass
-    if spec is None:
+    built, server_usd, why = ctx.server_price(needs)  # why it fails is written in either pass
+    if not built:
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
         return None
-    price = None if spec.price_usd is None else spec.price_usd * servers  # each server carries its network share
+    price = None if server_usd is None else server_usd * servers  # each server carries its network share
     rate = ctx.rent_per_gpu_hour.get(gpu.id)
     horizon = proj.growth.horizon_months
     rent = None
@@ -172,7 +173,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         return None
     ev = ctx.evidence.get(gpu.id)
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
-                grown_device_bytes=grown, cap=cap, usable=usable, server=spec, needs=needs, price_usd=price,
+                grown_device_bytes=grown, cap=cap, usable=usable, needs=needs, price_usd=price,
                 rent_usd=rent, cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency,
                 checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate)
 
@@ -213,8 +214,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
                        "the range")
     price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
-    server = ctx.build_server(k.needs)[0]  # the same figures as k.server, with the reason lines
-    assert server is not None, "the full build of a server the figures-only build made"
+    server = ctx.build_server(k.needs)[0]  # the server `pick` priced, with every figure and reason line
+    assert server is not None, "the full build of a server that server_price built"
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
         memory=memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training

@@ -167,7 +167,23 @@ def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
 def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, *,
                  reasons: bool = True) -> tuple[ServerSpec | None, str | None]:
     """A balanced server for `needs`, or None and a one-line reason. With `reasons` False the spec has the same
-    figures and empty `reasons` and `warnings` (the search's first pass; the same needs build the full spec)."""
+    figures and empty `reasons` and `warnings` (the same needs build the full spec)."""
+    built, why = _decide(needs, catalog, rules, reasons, True)
+    return built, why  # type: ignore[return-value]
+
+
+def server_price(needs: ServerNeeds, catalog: Catalog, rules: ServerRules) -> tuple[bool, float | None, str | None]:
+    """What the search compares of `build_server(needs)`: whether a server is built, its price (USD, None: no
+    price) and why not; the same choices, with no spec made and no line written."""
+    built, why = _decide(needs, catalog, rules, False, False)
+    if built is None:
+        return False, None, why
+    return True, built[0], None  # type: ignore[index]
+
+
+def _decide(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, reasons: bool,
+            spec: bool) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
+    """build_server's choice of platform: the spec (`spec`), else the (price,) of the server it builds."""
     g = catalog.gpus.rows.get(needs.gpu_id)
     if g is None:
         return None, f"unknown gpu {needs.gpu_id!r}"
@@ -178,16 +194,16 @@ def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, *,
         return None, f"unknown modality {needs.modality!r} (allowed: {', '.join(rules.cpu_cores_per_gpu)})"
     idx = _index(catalog)
     fit, reason = _platforms(idx, g, n, needs.purpose, rules)
-    fallback: ServerSpec | None = None
+    fallback: ServerSpec | tuple[float | None] | None = None
     first_hard: str | None = None
     skipped: list[str] = []
     for pos, p in enumerate(fit, 1):
-        spec, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons)
-        if spec is not None and short is None:
-            return spec, None
-        if spec is not None and fallback is None:
-            fallback = spec
-        if spec is None and first_hard is None:
+        built, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons, spec)
+        if built is not None and short is None:
+            return built, None
+        if built is not None and fallback is None:
+            fallback = built
+        if built is None and first_hard is None:
             first_hard = f"{n} x {g.id} on {p.id}: {short}"
         if reasons:
             skipped.append(f"{p.id}: {short}")
@@ -197,9 +213,11 @@ def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, *,
 
 
 def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules, pos: tuple[int, int],
-              skipped: list[str], text: bool = True) -> tuple[ServerSpec | None, str | None]:
+              skipped: list[str], text: bool = True,
+              spec: bool = True) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """The server on platform p, and None; or, with what falls short, the spec (soft) or None (hard). With
-    `text` False no reason or warning line is written (the figures are the same)."""
+    `text` False no reason or warning line is written (the figures are the same); with `spec` False only the
+    (price,) is made, of the same server."""
     n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text), idx.shelf
     if text:
         platform_line(p, g, needs, pos, skipped, b)
@@ -213,24 +231,28 @@ def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds, rules: Serve
     drive, k, storage_b, read_gbs = nvme_step(shelf, p, needs, rules, b)
     nic, nics = network_step(shelf, p, g, needs, rules, b)
     net_gbps = float(nics * nic.total_gbps) if nic else 0.0
-    need_lanes, avail = lanes_step(shelf, p, g, n, cpu, drive, k, nic, nics, b)
+    need_lanes = avail = 0
+    if spec:  # the lanes and the cooling are figures of the spec alone (no shortfall of theirs is hard)
+        need_lanes, avail = lanes_step(shelf, p, g, n, cpu, drive, k, nic, nics, b)
     power = power_step(p, g, n, cpu, dimms, k, nics, rules, b)
     psu, psu_short = psu_step(p, power, needs.purpose, rules, b)
     if psu_short is not None:
         return None, psu_short
+    if not spec:
+        return (price_step(p, g, needs, rules, b),), b.shortfall
     cooling, btu = cooling_step(p, g, power, rules, b)
     if text:
         rack_step(p, b)
         links_step(g, needs, b)
         unknowns_step(p, nics, b)
     price = price_step(p, g, needs, rules, b)
-    spec = ServerSpec(platform_id=p.id, platform_name=p.name, gpu_id=g.id, gpus=n, cpu_id=cpu.id, cpu_model=cpu.name,
-                      cpu_sockets=s, cpu_cores=cpu.cores * s, ram_bytes=int(ram_gb * GIB), storage_bytes=storage_b,
-                      drive_id=drive.id, drives=k, storage_read_gb_s=read_gbs, nic_id=nic.id if nic else None,
-                      nics=nics, network_gbit_s=net_gbps, pcie_lanes_needed=need_lanes, pcie_lanes_available=avail,
-                      power_w=power, psu_w=psu, cooling_btu_h=btu, cooling=cooling, rack_units=p.rack_units,
-                      price_usd=price, reasons=b.reasons, warnings=b.warnings)
-    return spec, b.shortfall
+    out = ServerSpec(platform_id=p.id, platform_name=p.name, gpu_id=g.id, gpus=n, cpu_id=cpu.id, cpu_model=cpu.name,
+                     cpu_sockets=s, cpu_cores=cpu.cores * s, ram_bytes=int(ram_gb * GIB), storage_bytes=storage_b,
+                     drive_id=drive.id, drives=k, storage_read_gb_s=read_gbs, nic_id=nic.id if nic else None,
+                     nics=nics, network_gbit_s=net_gbps, pcie_lanes_needed=need_lanes, pcie_lanes_available=avail,
+                     power_w=power, psu_w=psu, cooling_btu_h=btu, cooling=cooling, rack_units=p.rack_units,
+                     price_usd=price, reasons=b.reasons, warnings=b.warnings)
+    return out, b.shortfall
 
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "server_price"]
