@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import gc
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,6 +193,33 @@ def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
                   platform_needs=needs, today=datetime.date.today(), serving=_serving_data())
 
 
+_paused = 0  # plans running with the collector paused, and whether it was enabled before the first
+_resume = False
+_paused_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a plan is computed. The search keeps thousands of small
+    objects to its end (configurations, timed steps, picks), and the collector walks them again at every
+    threshold: a fifth to a quarter of the larger searches' time (benchmarks/search_latency.py). Reference
+    counting still frees all that is dropped; the collector resumes when the last plan running in the process
+    (the web app runs several) ends. Tracing a model (torch) happens outside it."""
+    global _paused, _resume
+    with _paused_lock:
+        if _paused == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused -= 1
+            if _paused == 0 and _resume:
+                gc.enable()
+
+
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
          headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
          catalog_files: Sequence[str | Path] = (), price_files: Sequence[str | Path] = (),
@@ -218,8 +248,9 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     traced = _trace_project(proj, base) if proj.model.trace else None
     model = _resolve(proj, base) if traced is None else None
     try:
-        result = advise.plan(proj, bundle, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
-                             objective=objective, top=top, clock=time.perf_counter)
+        with collector_paused():
+            result = advise.plan(proj, bundle, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
+                                 objective=objective, top=top, clock=time.perf_counter)
     except InfeasibleError as exc:
         if have is None or model is None:
             raise
