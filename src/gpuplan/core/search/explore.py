@@ -46,7 +46,7 @@ from gpuplan.core.sizing.speed import (
     step_time,
     tokens_per_sample,
 )
-from gpuplan.core.sizing.step import GpuRates
+from gpuplan.core.sizing.step import GpuRates, StepTime
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
@@ -207,20 +207,32 @@ class _Search:
         return terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)
 
     # ------------------------------------------------------------------------------------------ one shape
+    def time_training(self, cs: list[Config], gpu: Gpu, ps: int) -> tuple[float, Config, StepWork, StepTime]:
+        """The fastest of the training layouts `cs` on `gpu` in servers of `ps`: (wall hours, or hours per
+        billion tokens without a token count; the layout, its work and step time); the first of equals."""
+        self.timed += len(cs)
+        inp = self.inp
+        sm, works, total = inp.speed, self.work, self.ctx.total_tokens
+        rates = self.rates.get(gpu.id)
+        if rates is None:
+            rates = self.rates[gpu.id] = GpuRates(gpu, sm, self.w.precision, self.w.tf32)
+        best: tuple[float, Config, StepWork, StepTime] | None = None
+        for c in cs:
+            work = works.get(id(c))
+            if work is None:
+                work = works[id(c)] = StepWork(self.arch, self.p, c.workload, c.layout, c.n, sm, inp.table,
+                                               self.ctx.trainable, self.work_cache)
+            st = step_time(work, gpu, sm, total_tokens=total, gpus_per_node=ps, rates=rates)
+            metric = st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600
+            if best is None or metric < best[0]:
+                best = (metric, c, work, st)
+        assert best is not None
+        return best
+
     def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object, object]:
-        """(metric, step work or None, step time or inference result) of `c` on `gpu`."""
+        """(metric, None, inference result) of the serving layout `c` on `gpu`."""
         self.timed += 1
         inp = self.inp
-        if self.training:
-            work = self.work.get(id(c))
-            if work is None:
-                work = self.work[id(c)] = StepWork(self.arch, self.p, c.workload, c.layout, c.n, inp.speed,
-                                                   inp.table, self.ctx.trainable, self.work_cache)
-            rates = self.rates.get(gpu.id)
-            if rates is None:
-                rates = self.rates[gpu.id] = GpuRates(gpu, inp.speed, self.w.precision, self.w.tf32)
-            st = step_time(work, gpu, inp.speed, total_tokens=self.ctx.total_tokens, gpus_per_node=ps, rates=rates)
-            return (st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600), work, st
         mem = estimate_serving_memory(self.arch, self.p, c.workload, c.layout, c.layout.tp * c.layout.pp, inp.overheads,
                                       self.engine) if self.engine is not None else None
         reserved = None if mem is None else mem.device_bytes - mem.breakdown.kv_cache_bytes
@@ -229,8 +241,9 @@ class _Search:
         assert r.inference is not None
         return r.inference.request_latency_s, None, r
 
-    def gpus_needed(self, c: Config, result: object) -> float:  # serving: the GPUs the load needs on this layout
-        inf = None if self.training else result.inference  # type: ignore[attr-defined]
+    @staticmethod
+    def gpus_needed(c: Config, result: object) -> float:  # serving: the GPUs the load needs on this layout
+        inf = result.inference  # type: ignore[attr-defined]
         return 0.0 if inf is None else (inf.replicas_needed or math.inf) * c.layout.tp * c.layout.pp
 
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
@@ -255,14 +268,18 @@ class _Search:
             self.reject(gpu, ps, servers, "no-fit-after-growth", f"fits today, not after the planned growth: "
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
-        best: tuple[tuple[float, float], float, Config, object, object] | None = None
-        for c in grown_ok:
-            metric, work, result = self.time_config(c, gpu, ps)
-            rank = (self.gpus_needed(c, result), metric)  # serving: fewest GPUs for the load, then latency
-            if best is None or rank < best[0]:
-                best = (rank, metric, c, work, result)
-        assert best is not None
-        _, metric, c, work, result = best
+        work: object = None
+        if self.training:
+            metric, c, work, result = self.time_training(grown_ok, gpu, ps)
+        else:
+            best: tuple[tuple[float, float], float, Config, object] | None = None
+            for c in grown_ok:
+                metric, _, result = self.time_config(c, gpu, ps)
+                rank = (self.gpus_needed(c, result), metric)  # fewest GPUs for the load, then latency
+                if best is None or rank < best[0]:
+                    best = (rank, metric, c, result)
+            assert best is not None
+            _, metric, c, result = best
         if self.inp.speed.generations[gpu.generation].basis == "prior":
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         if not self.training:

@@ -17,8 +17,9 @@ Choices, in order:
   max(ratio x VRAM, offload + page cache); soldered memory (dimm_slots = 0) is what the CPUs carry.
 * NVMe: the fewest drives that hold dataset + kept checkpoints + scratch and read fast enough.
 
-Two passes: the search asks for the figures alone (`reasons=False`: the same choices and numbers, no reason or
-warning line formatted), and the full build, with every line, is made for the candidates that are shown.
+Two passes: the search asks only whether a server is built and its price (`server_price`: the same choices, no
+spec made, no line written), and the full build, with every line, is made for the candidates that are shown;
+`build_server(..., reasons=False)` gives the same figures without the lines.
 
 This module holds the entry point, the per-catalog index and the platform ranking; core/server/steps.py holds
 the steps on one platform (their reason lines) and core/server/parts.py the per-part choices (and their memo).

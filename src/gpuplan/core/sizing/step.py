@@ -87,7 +87,11 @@ class StepWork:
         micro-batch, global batch or recomputation alone may share it), which keeps what depends on neither the
         layout nor the batch (the forward FLOPs of a sample, the bytes it saves, the kernel counts)."""
         c = {} if cache is None else cache
-        r = self.r = resolve(arch, w)
+        rkey = ("resolved", w.micro_batch_size, w.batch_size)  # all a cache's workloads share but the batches
+        r = c.get(rkey)
+        if r is None:
+            r = c[rkey] = resolve(arch, w)
+        self.r = r  # type: ignore[assignment]
         prm = sm.params
         self.w, self.lay, self.gpus = w, lay, gpus
         tp, pp = self.tp, self.pp = lay.tp, lay.pp
@@ -284,7 +288,7 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     t_opt = 0.0
     if not work.offloaded:  # offloaded, the optimizer steps on the host (_offload_s); launches: a for-loop's
         t_opt = (work.opt_bytes / bw + work.opt_launches) * work.opt_factor
-    t_dp_exposed = _dp_exposed(work, r, node, t_compute)
+    t_dp_exposed = _dp_exposed(work, r, node, t_compute) if work.dp > 1 else 0.0
     t_tp = 0.0
     if work.tp > 1:
         tp_bw = r.link(work.tp, node)
@@ -339,15 +343,18 @@ def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> f
     dp = work.dp
     if dp <= 1:
         return 0.0
-    prm = rates.sm.params
+    keep = 1 - rates.sm.params.comm_overlap
     dp_bw = rates.link(work.gpus if work.gpus > node else dp, node) * GB
     frac, hops, phases = work.dp_phases
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     total = 0.0
     for volume, window, times in phases:
         t = frac * volume / dp_bw + hops
-        # what does not fit in the window is exposed, and overlapping never hides all of it (contention)
-        total += times * _exposed(t, windows[window], prm.comm_overlap)
+        # what does not fit in the window is exposed, and overlapping never hides all of it (contention):
+        # rates._exposed, written out
+        win = windows[window]
+        late = t - win
+        total += times * ((0.0 if late < 0.0 else late) + keep * (win if win < t else t))  # noqa: FURB136 (calls)
     return total
 
 

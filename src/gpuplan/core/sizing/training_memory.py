@@ -25,7 +25,7 @@ from gpuplan.core.sizing.head_memory import _head_bytes, _head_terms
 from gpuplan.core.sizing.levels import ALLOC_BLOCK, _finish, _reserve_and_device, _round
 from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
 from gpuplan.core.sizing.stack import QloraImpl, fused_activation_saving, load_peak_bytes, qlora_impl, qlora_terms
-from gpuplan.core.sizing.states import shard_states, trainable_adapters, unsharded_states
+from gpuplan.core.sizing.states import States, shard_states, trainable_adapters, unsharded_states
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
@@ -110,9 +110,12 @@ class TrainingTerms:
         skey = ("states", qlora)
         if skey not in c:
             c[skey] = unsharded_states(arch, p, w, c["trainable"], qlora)  # type: ignore[arg-type]
-        st = self.static = shard_states(c[skey], w, lay, dp)  # type: ignore[arg-type]
+        lkey = ("layout", qlora, lay.zero, lay.tp, lay.pp, lay.offload, dp)
+        if lkey not in c:  # what does not depend on recomputation, shared by the layout's two choices
+            c[lkey] = _layout_states(arch, p, w, lay, dp, c[skey])  # type: ignore[arg-type]
+        st, self.fixed_other, self.layer_grad, self.head_grad, state_notes, rounded = c[lkey]  # type: ignore[misc]
+        self.static = st
         ckpt = self.ckpt = w.gradient_checkpointing
-        n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
         self.pp = lay.pp
         self.cnn = arch.kind == "cnn"
         self.seq = r.seq
@@ -138,30 +141,17 @@ class TrainingTerms:
         if amp is None:
             amp = c[akey] = _amp_casts(arch, p, w, lay, dp)
         self.amp_casts, self.amp_casts_bwd = amp  # type: ignore[misc]
-        zero3_work = 0.0
-        if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
-            zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
-        ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
-        if ddp_buckets:
-            notes.append(DDP_BUCKETS_NOTE)
-        if st["paged"]:
-            notes.append(Note(code="paged-optimizer", message=f"paged 8-bit AdamW keeps its states "
-                              f"({st['paged'] / 2**30:.1f} GiB per GPU) in CUDA unified memory, outside the peak: on the "
-                              "GPU while there is room, paged to host memory (and slower) when there is not"))
-        self.fixed_other = zero3_work + ddp_buckets
-        self.layer_grad = st["gradients"] / n_layers
-        head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
-        if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
-            head_grad = st["gradients"] * arch.vocab_size * arch.hidden_size / st["trainable"]
-        if w.optimizer_in_backward:  # gradients are stepped and freed one parameter at a time
-            self.layer_grad, head_grad = 0.0, min(head_grad, st["gradients"])
-        self.head_grad = head_grad
         self.trainable = st["trainable"]
-        self.notes = notes
+        self.notes = notes + state_notes
         self.offload = bool(w.activation_offload)
         self.compiled = COMPILE_SAVED_FRACTION if w.compile else 1.0
         self._per_layer_group(arch, p, w, c, qlora)
-        self.rounded = self._rounded()
+        # what `device_bytes` rounds once (each as `_round`, written out): each phase's weights, optimizer states
+        # and gradients (one micro-batch per step, or several), then the phases' temporaries that do not grow with
+        # the micro-batch
+        b, ceil, fo, dq = ALLOC_BLOCK, math.ceil, self.fixed_other, self.dequant
+        self.rounded = (*rounded, (ceil((self.amp_casts_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b,
+                                   ceil((st["optimizer_temp"] + fo) / b) * b))
 
     def _per_layer_group(self, arch: ModelArch, p: ParamCount, w: Workload, c: dict[object, object],
                          qlora: QloraImpl | None) -> None:
@@ -193,26 +183,6 @@ class TrainingTerms:
         if self.cnn:  # the input images
             embed = arch.num_channels * self.seq * self.seq * resid
         return saved, one, head_saved, head_fwd, head_bwd, embed, self.seq * self.retained
-
-    def _rounded(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, int, int]]:
-        """What `device_bytes` rounds once: the weights and optimizer states, each phase's gradients (one micro-batch
-        per step, or several) and the phases' temporaries that do not grow with the micro-batch (each as `_round`,
-        written out: once per layout of the search)."""
-        st, b, ceil = self.static, ALLOC_BLOCK, math.ceil
-        fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
-        G, A, lg, hg = st["gradients"], st["accumulated"], self.layer_grad, self.head_grad
-        # phase_parts' gradients with one micro-batch per step, and with gradient accumulation
-        g_less, g_all = ceil((G - lg) / b) * b, ceil(G / b) * b
-        one = (0, 0, ceil(max(0.0, hg) / b) * b, g_less, g_all)
-        if A == G:  # what accumulation keeps is the gradients (the optimizer does not step in backward)
-            acc = (g_all, g_all, ceil(max(A, hg) / b) * b, g_less, g_all)
-        else:
-            a = ceil(A / b) * b
-            acc = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
-        fo, dq = self.fixed_other, self.dequant
-        others = (ceil((self.amp_casts_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b,
-                  ceil((st["optimizer_temp"] + fo) / b) * b)
-        return fixed, one, acc, others
 
     def phase_parts(self, batch: int, microbatches: int) -> tuple[tuple[float, float, float], ...]:
         """(gradients, activations, other) bytes at each moment of PHASES (weights and optimizer states are
@@ -261,7 +231,7 @@ class TrainingTerms:
         `_levels`, with the parts that do not grow with the micro-batch rounded once (`rounded`) and the terms read
         once for all. The search's hot path: keep it equal to `phase_parts` term by term."""
         saved, one, hs, hf, hb, emb, kept = self.per_seq
-        fixed, g_one, g_acc, (o3, o4, o5) = self.rounded
+        with_one, with_acc, (o3, o4, o5) = self.rounded
         b, ceil = ALLOC_BLOCK, math.ceil
         pp, cnn, cnn_layers, ckpt = self.pp, self.cnn, self.cnn_layers, self.ckpt
         amp, amp_bwd, fo, dq = self.amp_casts, self.amp_casts_bwd, self.fixed_other, self.dequant
@@ -272,8 +242,9 @@ class TrainingTerms:
                                         + (1 if lay.pp > 1 else 0)) * oh.nccl_bytes_per_communicator
         out = []
         for batch, microbatches in batches:
-            g = g_one if microbatches == 1 else g_acc
-            saved_layer = batch * (min(pp, microbatches) / pp) * saved
+            f0, f1, f2, f3, f4 = with_one if microbatches == 1 else with_acc
+            # 1F1B: the first stage holds pp micro-batches (a factor of 1.0 without stages: the same product)
+            saved_layer = batch * saved if pp == 1 else batch * (min(pp, microbatches) / pp) * saved
             one_layer = saved_layer / cnn_layers if cnn else batch * one
             head_saved, embed = batch * hs, batch * emb
             activations = saved_layer + head_saved + embed + batch * kept
@@ -283,17 +254,17 @@ class TrainingTerms:
             o1 = ceil((amp + batch * hf + fo + dq) / b) * b
             o2 = ceil((amp_bwd + batch * hb + fo + dq) / b) * b
             # the first phase with the largest total, as max() picks it (PHASES' order, written out)
-            top, churn = fixed + g[0] + a12 + o1, a12 + o1
-            total = fixed + g[1] + a12 + o2
+            top, churn = f0 + a12 + o1, a12 + o1
+            total = f1 + a12 + o2
             if total > top:
                 top, churn = total, a12 + o2
-            total = fixed + g[2] + a3 + o3
+            total = f2 + a3 + o3
             if total > top:
                 top, churn = total, a3 + o3
-            total = fixed + g[3] + a4 + o4
+            total = f3 + a4 + o4
             if total > top:
                 top, churn = total, a4 + o4
-            total = fixed + g[4] + o5
+            total = f4 + o5
             if total > top:
                 top, churn = total, o5
             out.append(int(ceil((top + frac * churn + cublas) / rnd) * rnd) + base)
@@ -304,6 +275,47 @@ class TrainingTerms:
         search's `fits` needs the larger of it and `device_bytes`."""
         load = load_peak_bytes(arch, p, w, self.lay, _round(self.static["weights"]))
         return _reserve_and_device(load, 0, oh, self.gpus, self.lay, False)[1]
+
+
+def _layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int, base: States,
+                   ) -> tuple[States, float, float, float, list[Note], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """What a layout's memory is made of whatever the recomputation: (the model states per GPU, the fixed
+    temporaries (FSDP's gathered blocks, DDP's buckets), one layer's and the head's weight gradients, their notes,
+    and, rounded as `_round` rounds them, the weights and optimizer states plus each phase's gradients, with one
+    micro-batch per step and with several)."""
+    notes: list[Note] = []
+    st = shard_states(base, w, lay, dp)
+    n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
+    zero3_work = 0.0
+    if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
+        zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
+    ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
+    if ddp_buckets:
+        notes.append(DDP_BUCKETS_NOTE)
+    if st["paged"]:
+        notes.append(Note(code="paged-optimizer", message=f"paged 8-bit AdamW keeps its states "
+                          f"({st['paged'] / 2**30:.1f} GiB per GPU) in CUDA unified memory, outside the peak: on the "
+                          "GPU while there is room, paged to host memory (and slower) when there is not"))
+    layer_grad = st["gradients"] / n_layers
+    head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
+    if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
+        head_grad = st["gradients"] * arch.vocab_size * arch.hidden_size / st["trainable"]
+    if w.optimizer_in_backward:  # gradients are stepped and freed one parameter at a time
+        layer_grad, head_grad = 0.0, min(head_grad, st["gradients"])
+    b, ceil = ALLOC_BLOCK, math.ceil
+    fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
+    G, A, lg, hg = st["gradients"], st["accumulated"], layer_grad, head_grad
+    # phase_parts' gradients with one micro-batch per step, and with gradient accumulation
+    g_less, g_all = ceil((G - lg) / b) * b, ceil(G / b) * b
+    one = (0, 0, ceil(max(0.0, hg) / b) * b, g_less, g_all)
+    if A == G:  # what accumulation keeps is the gradients (the optimizer does not step in backward)
+        acc = (g_all, g_all, ceil(max(A, hg) / b) * b, g_less, g_all)
+    else:
+        a = ceil(A / b) * b
+        acc = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
+    # with the weights and optimizer states (integers: exact in any order)
+    return st, zero3_work + ddp_buckets, layer_grad, head_grad, notes, (tuple(fixed + x for x in one),
+                                                                        tuple(fixed + x for x in acc))
 
 
 def _amp_casts(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -> tuple[float, float]:
