@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import gc
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +22,7 @@ from gpuplan.catalog.loader import (
 )
 from gpuplan.catalog.prices import load_prices
 from gpuplan.catalog.server_rules import load_server_rules
+from gpuplan.collector import collector_paused
 from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
@@ -191,33 +189,6 @@ def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
     return Bundle(catalog=catalog, prices=prices, speed=load_speed_model(), table=load_activation_table(),
                   overheads=load_overheads(), rules=load_server_rules(), fx=load_fx(), host_support=host,
                   platform_needs=needs, today=datetime.date.today(), serving=_serving_data())
-
-
-_paused = 0  # plans running with the collector paused, and whether it was enabled before the first
-_resume = False
-_paused_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a plan is computed. The search keeps thousands of small
-    objects to its end (configurations, timed steps, picks), and the collector walks them again at every
-    threshold: a fifth to a quarter of the larger searches' time (benchmarks/search_latency.py). Reference
-    counting still frees all that is dropped; the collector resumes when the last plan running in the process
-    (the web app runs several) ends. Tracing a model (torch) happens outside it."""
-    global _paused, _resume
-    with _paused_lock:
-        if _paused == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _paused += 1
-    try:
-        yield
-    finally:
-        with _paused_lock:
-            _paused -= 1
-            if _paused == 0 and _resume:
-                gc.enable()
 
 
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
