@@ -106,6 +106,9 @@ def test_every_candidate_fits_with_its_headroom_today_and_after_growth(project, 
 
 @SETTINGS
 @given(projects(), st.sampled_from([0.0, 0.10, 0.25]), st.sampled_from([1.0, 1.5]), st.sampled_from([None, 3]))
+@example({"name": "prop", "model": {"preset": "llama-3.2-3b"}, "constraints": {"gpus": ["rtx-4090-24gb", "a10-24gb"]},
+          "workload": {"task": "inference", "batch_size": 8, "context_length": 2048, "output_tokens": 512}},
+         0.0, 1.5, None)  # serving: what the engine holds falls at x2 (fewer requests' KV fit)
 def test_growth_view_grows_with_the_model_and_fits_monotonically(project, headroom, scale, top) -> None:
     project = with_(with_(project, "constraints", memory_headroom=headroom), "growth", model_scale=scale)
     result = plan_or_none(project, top=top)
@@ -126,9 +129,14 @@ def test_growth_view_grows_with_the_model_and_fits_monotonically(project, headro
         if project["workload"]["task"] == "inference":  # a serving engine takes its share, no more than the headroom
             share = project["workload"].get("gpu_memory_utilization") or 0.9  # leaves (vLLM's default: 0.9)
             usable = CATALOG.gpus.rows[c.gpu_id].memory_gib * GIB * min(1 - headroom, share)
+        serving = project["workload"]["task"] == "inference"
         for lo, hi in zip(rs, rs[1:]):
-            # a bigger model never needs less memory, and what fits it fits the smaller one
-            assert lo.device_bytes <= hi.device_bytes and lo.parameters < hi.parameters
+            # a bigger model never needs less memory, and what fits it fits the smaller one. Serving shows what the
+            # engine holds at the load within its share: a bigger model leaves room for fewer requests' KV, so
+            # what it holds can fall while it still starts (found by this test in CI: llama-3.2-3b serving 8
+            # requests on an A10, 20.8 GB held at x1.5 and 20.1 GB at x2)
+            assert lo.parameters < hi.parameters
+            assert lo.device_bytes <= hi.device_bytes or (serving and hi.fits)
             assert lo.fits or not hi.fits
             # the fewest GPUs that hold the model never drops as it grows
             assert hi.min_gpus is None or (lo.min_gpus is not None and lo.min_gpus <= hi.min_gpus)
