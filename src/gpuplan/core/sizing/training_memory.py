@@ -98,8 +98,9 @@ class TrainingTerms:
                  qlora: QloraImpl | None = None) -> None:
         """`cache`: a dict shared by the terms of one model and workload (the search's; workloads that differ in
         gradient checkpointing alone may share it), which keeps the parts that depend on neither the GPU count nor
-        the ZeRO stage (model states before sharding, per-token activations, the head's terms); `qlora`: the 4-bit
-        implementation when not `w.framework`'s (stack.qlora_impl)."""
+        the ZeRO stage (model states before sharding, per-token activations, the head's terms) and those of each
+        layout that do not depend on recomputation (`_layout_states`); `qlora`: the 4-bit implementation when not
+        `w.framework`'s (stack.qlora_impl)."""
         notes: list[Note] = []
         c: dict[object, object] = {} if cache is None else cache  # type: ignore[assignment]
         r: Resolved = c.get("resolved") or c.setdefault("resolved", resolve(arch, w))  # type: ignore[assignment]
