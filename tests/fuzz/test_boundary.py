@@ -169,6 +169,23 @@ def test_plan_out_refuses_a_missing_folder_a_folder_and_a_dangling_link(tmp_path
     assert r.returncode == 0 and (tmp_path / "ok.md").read_text().startswith("#")
 
 
+@pytest.mark.parametrize(("args", "words"), [
+    (("plan", "--example", "vit-imagenet", "--objective", "bogus"), "'bogus' is not one of 'cost', 'time'"),
+    (("plan", "--no-such-option"), "No such option: --no-such-option"),
+    (("no-such-command",), "No such command 'no-such-command'"),
+    (("export", "--example", "vit-imagenet"), "Missing option '--to'"),
+    (("plan", "--example", "vit-imagenet", "--top", "0"), "greater than or equal to 1"),
+])
+def test_a_command_line_that_does_not_parse_is_a_usage_error(args: tuple[str, ...], words: str) -> None:
+    """Click's usage errors pass the app's boundary as they are: exit code 2 and click's message, not the internal
+    error (typer 0.29 runs on its own copy of click, whose exceptions are not the `click` package's)."""
+    r = cli(*args)
+    assert r.returncode == 2, r.stderr
+    text = " ".join(r.stderr.replace("\u2502", " ").split())  # click's box, unwrapped
+    assert words in text and "internal error" not in text and "Traceback" not in text
+    assert text.startswith("Usage: ") and "gpuplan" in text.splitlines()[0]
+
+
 def test_an_unexpected_exception_is_the_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuplan.cli import app
 

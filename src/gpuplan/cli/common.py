@@ -10,7 +10,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -59,14 +58,26 @@ def fail_internal(exc: BaseException) -> NoReturn:
     fail(InternalError.wrap(exc))
 
 
+def _click_exception() -> type[Exception]:
+    """The ClickException of the click typer runs on: the `click` package up to typer 0.2x, typer's own copy
+    (typer._click) from 0.29 on. Taken from typer.BadParameter's bases, so that neither is imported by name."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+#: what click itself turns into an exit: a usage error (an unknown option or command, a bad value: its message and
+#: exit code 2), an exit, an abort
+CLICK_EXITS: tuple[type[BaseException], ...] = (typer.Exit, typer.Abort, _click_exception())
+
+
 class Commands(TyperGroup):
     """The app's command group: the boundary below which no exception escapes. gpuplan's own errors become their
-    one line (fail); anything else the `internal` error, exit code 3 (docs/errors.md)."""
+    one line (fail); click's usage errors keep their message and exit code 2; anything else is the `internal`
+    error, exit code 3 (docs/errors.md)."""
 
-    def invoke(self, ctx: click.Context) -> object:
+    def invoke(self, ctx: typer.Context) -> object:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+        except CLICK_EXITS:
             raise
         except GpuplanError as exc:
             fail(exc)
