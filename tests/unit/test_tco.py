@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplan.core.cost.tco import Assumptions, Config, Usage, breakeven, compare, cost_by_month
+from gpuplan.core.cost.tco import Assumptions, Config, Usage, breakeven, breakeven_within, compare, cost_by_month
+from gpuplan.schema.plan import Deployment
 from gpuplan.schema.prices import CloudPrice, HostingOffer
 
 D = datetime.date(2026, 9, 1)
@@ -103,6 +104,52 @@ def test_breakeven_by_hand() -> None:
     assert cost_by_month(own, 36, 36, a) == pytest.approx(own.total_cost)  # the curve ends at the total
     assert own.total_cost < cloud.total_cost
     assert cloud.breakeven_months_vs["on-prem"] is None  # dearer at the horizon: never cheaper for good
+
+
+def _scan(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assumptions) -> float | None:
+    """breakeven_within with resale, as defined: the tenth after the last one at which a_dep costs more."""
+    if cost_by_month(a_dep, horizon, horizon, a) > cost_by_month(b_dep, horizon, horizon, a):
+        return None
+    late = [k for k in range(horizon * 10 + 1) if cost_by_month(a_dep, k / 10, horizon, a) > cost_by_month(
+        b_dep, k / 10, horizon, a)]
+    return (late[-1] + 1) / 10 if late else 0.0
+
+
+def _dep(upfront: float, running: float, residual: float) -> Deployment:
+    return Deployment(option="on-prem", provider="p", monthly_cost=0.0, total_cost=0.0, upfront_cost=upfront,
+                      running_monthly=running, residual_value=residual, currency="USD")
+
+
+money = st.floats(0, 1e7, allow_subnormal=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.tuples(money, st.floats(0, 1e6), money), b=st.tuples(money, st.floats(0, 1e6), money),
+       horizon=st.integers(1, 120), years=st.floats(0.5, 10), floor=st.floats(0.01, 0.9), resale_b=st.booleans())
+def test_the_breakeven_with_resale_is_the_scan_of_the_cost_curves(a: tuple[float, float, float],
+                                                                  b: tuple[float, float, float], horizon: int,
+                                                                  years: float, floor: float,
+                                                                  resale_b: bool) -> None:
+    """breakeven_within writes cost_by_month out for speed; it must give the scan's month exactly, crossings,
+    parallel curves and curves that meet on the depreciation floor included (a floor above 0: resale at the
+    horizon is that fraction of the price, so a residual value with a floor of 0 past the depreciation cannot
+    arise)."""
+    asm = assumptions(depreciation_years=years, residual_value_fraction=floor)
+    own = _dep(a[0], a[1], max(a[2], 1.0))
+    other = _dep(b[0], b[1], b[2] if resale_b else 0.0)
+    for x, y in ((own, other), (other, own)):
+        assert breakeven_within(x, y, horizon, asm) == _scan(x, y, horizon, asm)
+
+
+def test_the_breakeven_with_resale_by_hand() -> None:
+    """Own: 100,000 upfront, 1,000 a month, 20,000 back at the 36-month horizon on a 4-year straight line to 10 %
+    (worth 1 - 0.9 m / 48, 0.325 at 36); rent: 4,000 a month. By month m own has cost 100,000 + 1,000 m - 20,000
+    (1 - 0.01875 m) / 0.325 = 38,461.5 + 2,153.8 m, rent 4,000 m: they meet at m = 20.83, so owning is the cheaper
+    from 20.9 on (at 20.8 it still costs 83,261.5 against 83,200)."""
+    asm = assumptions()
+    own, rent = _dep(100_000.0, 1_000.0, 20_000.0), _dep(0.0, 4_000.0, 0.0)
+    assert breakeven_within(own, rent, 36, asm) == 20.9
+    assert breakeven_within(rent, own, 36, asm) is None
 
 
 @settings(max_examples=60, deadline=None)

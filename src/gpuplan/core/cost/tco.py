@@ -263,16 +263,29 @@ def breakeven_within(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assu
     if not a_dep.residual_value and not b_dep.residual_value:
         m = breakeven(a_dep, b_dep)
         return m if m is not None and m <= horizon else None
-    steps = int(horizon * 10)
     if cost_by_month(a_dep, horizon, horizon, a) > cost_by_month(b_dep, horizon, horizon, a):
         return None
-    first = 0.0
-    for k in range(steps, -1, -1):
+    # the last tenth at which a_dep costs more, scanning back from the horizon: cost_by_month of both, written
+    # out with the curves' constants read once (the same operations in the same order: the same floats)
+    years, floor = a.get("depreciation_years"), a.get("residual_value_fraction")
+    lost, span = 1 - floor, 12 * years
+    at_h = 1 - lost * horizon / span
+    w_h = at_h if at_h > floor else floor
+    ua, ra, za = a_dep.upfront_cost, a_dep.running_monthly, a_dep.residual_value
+    ub, rb, zb = b_dep.upfront_cost, b_dep.running_monthly, b_dep.residual_value
+    for k in range(int(horizon * 10), -1, -1):
         m = k / 10
-        if cost_by_month(a_dep, m, horizon, a) > cost_by_month(b_dep, m, horizon, a):
-            first = (k + 1) / 10
-            break
-    return first
+        w = 1 - lost * m / span
+        if w < floor:  # max(floor, w)
+            w = floor
+        ca, cb = ua + ra * m, ub + rb * m
+        if za:
+            ca -= za * w / w_h
+        if zb:
+            cb -= zb * w / w_h
+        if ca > cb:
+            return (k + 1) / 10
+    return 0.0
 
 
 def _per_unit(d: Deployment, use: Usage) -> Deployment:
