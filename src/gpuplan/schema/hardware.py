@@ -6,7 +6,6 @@ accumulate, the rate mixed-precision training gets; GeForce cards run those at h
 rate, which `tflops.fp16_fp16_accumulate` records where the datasheet gives it.
 """
 
-from __future__ import annotations
 
 import datetime
 import typing
@@ -35,12 +34,19 @@ class DataRow(BaseModel):
     @classmethod
     def _numbers_are_not_booleans(cls, data: Any) -> Any:
         if isinstance(data, dict):
+            no_bool = _NO_BOOL.get(cls)
+            if no_bool is None:
+                no_bool = _NO_BOOL[cls] = frozenset(k for k, f in cls.model_fields.items()
+                                                    if not _takes_bool(f.annotation))
             for key, value in data.items():
-                field = cls.model_fields.get(key) if isinstance(key, str) else None
-                if isinstance(value, bool) and field is not None and not _takes_bool(field.annotation):
+                if isinstance(value, bool) and key in no_bool:
                     raise ValueError(f"{key}: must be a number or text, not {str(value).lower()} (YAML reads yes, "
                                      "no, on and off as booleans)")
         return data
+
+
+#: each row class's fields that do not take a boolean (DataRow's check reads them once per class)
+_NO_BOOL: dict[type, frozenset[str]] = {}
 
 
 def _takes_bool(annotation: Any) -> bool:
@@ -92,7 +98,7 @@ class Interconnect(DataRow):
     pcie_lanes: int = Field(16, ge=1, le=16)
 
     @model_validator(mode="after")
-    def _none_is_zero(self) -> Interconnect:
+    def _none_is_zero(self) -> "Interconnect":
         if (self.kind == "none") != (self.bandwidth_gbs == 0):
             raise ValueError("kind 'none' goes with bandwidth_gbs = 0, and only it")
         return self
@@ -138,7 +144,7 @@ class Gpu(CatalogRow):
     price: Price | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Gpu:
+    def _consistent(self) -> "Gpu":
         # datasheets' "80 GB" HBM is 80 GiB on the device (nvidia-smi: 81,920 MiB), so only the number is bounded
         if self.memory_gib > self.memory_gb:
             raise ValueError(f"memory_gib {self.memory_gib} exceeds the datasheet's memory_gb {self.memory_gb}")
