@@ -2,7 +2,6 @@
 the CLI's options and the web API read them from here. Plain Python (no pydantic), so `gpuplan --help` can read
 the choices without building the schema."""
 
-from __future__ import annotations
 
 from typing import Literal, get_args
 

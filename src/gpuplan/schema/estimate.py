@@ -1,6 +1,5 @@
 """Results of the estimator: memory per GPU with its breakdown, and the assumptions behind it."""
 
-from __future__ import annotations
 
 from typing import Literal
 

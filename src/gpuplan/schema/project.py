@@ -4,7 +4,6 @@ YAML (or JSON) with these top-level keys: name, model, workload, data, goals, gr
 deployment, hardware. Unknown keys, wrong types and impossible values are errors naming the field.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
@@ -89,7 +88,7 @@ class ModelRef(_Section):
     trace: str | None = Field(None, pattern=r"^[\w.]+:[\w]+$", max_length=200)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> ModelRef:
+    def _exactly_one(self) -> "ModelRef":
         given = [k for k in ("preset", "hf_config", "config", "hf_id", "trace") if getattr(self, k)]
         if len(given) != 1:
             raise ValueError(
@@ -182,7 +181,7 @@ class Workload(_Section):
     framework: Framework | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Workload:
+    def _consistent(self) -> "Workload":
         if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
             raise ValueError("global_batch_size must be at least micro_batch_size")
         if self.lora is not None and self.task not in ("lora", "qlora"):
@@ -273,7 +272,7 @@ class Hardware(_Section):
     layout: Layout = Field(default_factory=Layout)
 
     @model_validator(mode="after")
-    def _layout_fits(self) -> Hardware:
+    def _layout_fits(self) -> "Hardware":
         mp = self.layout.tp * self.layout.pp
         if self.gpus % mp:
             raise ValueError(f"gpus ({self.gpus}) must be a multiple of tp × pp ({mp})")

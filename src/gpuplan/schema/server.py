@@ -6,7 +6,6 @@ reject rows whose facts cannot all be true at once (a PCIe 4.0 x4 drive reading 
 carry the system's own maximum draw, an InfiniBand card without RDMA).
 """
 
-from __future__ import annotations
 
 import datetime
 import functools
@@ -67,7 +66,7 @@ class Cpu(CatalogRow):
     price: Price | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Cpu:
+    def _consistent(self) -> "Cpu":
         if self.threads not in (self.cores, 2 * self.cores):
             raise ValueError(f"threads {self.threads} must equal cores ({self.cores}) or twice that")
         if self.boost_ghz is not None and self.boost_ghz < self.base_ghz:
@@ -136,7 +135,7 @@ class Platform(CatalogRow):
     price_includes_gpus: bool = False
 
     @model_validator(mode="after")
-    def _consistent(self) -> Platform:
+    def _consistent(self) -> "Platform":
         if len(set(self.gpu_form_factors)) != len(self.gpu_form_factors):
             raise ValueError("gpu_form_factors lists a form factor twice")
         if self.form != "rack-scale" and self.form != "tower" and self.rack_units is None:
@@ -208,7 +207,7 @@ class Drive(CatalogRow):
     price: Price | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Drive:
+    def _consistent(self) -> "Drive":
         m = re.match(INTERFACE_PATTERN, self.interface)
         assert m is not None
         if int(m.group(1)) != self.pcie_gen:
@@ -255,7 +254,7 @@ class Nic(CatalogRow):
     price: Price | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Nic:
+    def _consistent(self) -> "Nic":
         if self.kind == "infiniband" and not self.rdma:
             raise ValueError("an InfiniBand card does RDMA")
         if self.gpudirect_rdma and not self.rdma:

@@ -2,7 +2,6 @@
 (data/serving.toml): latency percentiles, throughput and capacity of replicas of a continuous-batching engine.
 Times are seconds."""
 
-from __future__ import annotations
 
 import datetime
 from typing import Literal
@@ -141,7 +140,7 @@ class AllReduceCost(_Frozen):
     as_of: datetime.date
 
     @model_validator(mode="after")
-    def _sizes(self) -> AllReduceCost:
+    def _sizes(self) -> "AllReduceCost":
         if set(self.latency_s) != set(self.s_per_byte) or not self.latency_s:
             raise ValueError("latency_s and s_per_byte need the same group sizes")
         if any(not k.isdigit() or int(k) < 2 for k in self.latency_s):
