@@ -188,11 +188,15 @@ def test_a_command_line_that_does_not_parse_is_a_usage_error(args: tuple[str, ..
 
 def test_an_unexpected_exception_is_the_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuplan.cli import app
+    from gpuplan.cli.common import state
 
     def broken(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("division by zero " + "z" * 1000)
 
     monkeypatch.setattr(api, "plan", broken)
+    # `--debug` below sets the CLI's module state for the process: restored after the test, so that the tests that
+    # run after it in the same process see the one-line errors again
+    monkeypatch.setattr(state, "debug", False)
     r = CliRunner().invoke(app, ["plan", "--example", "vit-imagenet", "--format", "json"])
     assert r.exit_code == 3, r.output
     lines = r.output.strip().splitlines()
