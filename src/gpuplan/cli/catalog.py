@@ -1,7 +1,5 @@
 """`gpuplan catalog gpus|cpus|platforms|drives|nics|models`: list, filter and show the catalogs, with sources."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional

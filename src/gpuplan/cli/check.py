@@ -3,8 +3,6 @@
 Exit codes: 0 the project fits the machine; 1 it does not (no GPU, too little GPU memory, too little disk);
 2 bad input. The audit itself is gpuplan.check.check_machine."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -33,13 +31,13 @@ VERDICT = {"pass": "[green]pass[/green]", "warn": "[yellow]warn[/yellow]", "fail
            "not evaluated": "[dim]not evaluated[/dim]"}
 
 
-def render_json(result: AuditResult) -> str:
+def render_json(result: "AuditResult") -> str:
     from gpuplan.report.strict_json import dumps
 
     return dumps(result.model_dump(mode="json"), indent=2)
 
 
-def render_text(result: AuditResult, console: Console) -> None:
+def render_text(result: "AuditResult", console: "Console") -> None:
     from rich.markup import escape
     from rich.table import Table
 

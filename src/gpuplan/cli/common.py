@@ -4,8 +4,6 @@ Each command module imports this one and nothing else of gpuplan.cli. Only light
 that `gpuplan --help` starts fast: the API, the catalogs, the reports and the pydantic schema are imported inside
 the command bodies."""
 
-from __future__ import annotations
-
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional

@@ -1,7 +1,5 @@
 """`gpuplan cost`: where the recommended server lives and what it costs (buying, hosting, cloud)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -53,7 +51,7 @@ def cost(
         render_costs_text(result, Console(), top=top)
 
 
-def _costs_json(result: PlanResult, top: int) -> dict[str, Any]:
+def _costs_json(result: "PlanResult", top: int) -> dict[str, Any]:
     rec = result.recommendation
     return {"project": result.project,
             "currency": rec.deployment.currency if rec and rec.deployment else None,

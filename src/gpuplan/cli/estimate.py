@@ -1,7 +1,5 @@
 """`gpuplan estimate`: the peak GPU memory per GPU of a project, or of a Hugging Face model alone."""
 
-from __future__ import annotations
-
 from contextlib import nullcontext
 from typing import Annotated, Optional
 

@@ -1,8 +1,6 @@
 """`gpuplan export`: the launcher configuration (Accelerate, DeepSpeed, torchrun, SkyPilot) that realises a
 candidate of the plan. Prints it, or writes it to --out without ever replacing an existing file unless --force."""
 
-from __future__ import annotations
-
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional

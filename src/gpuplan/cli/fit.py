@@ -1,7 +1,5 @@
 """`gpuplan fit`: on given hardware, the largest micro-batch, sequence and model scale that fit."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

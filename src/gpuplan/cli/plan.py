@@ -1,7 +1,5 @@
 """`gpuplan plan`: which server to get, ranked candidates, in the terminal, as JSON or as a report document."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -89,7 +87,7 @@ def plan(
         Console(stderr=True).print(f"wrote {out}")
 
 
-def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> MachineSpec | None:
+def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> "MachineSpec | None":
     """The server the team has: read from --have, probed with --this-machine, or None."""
     if have is None and not this_machine:
         return None
@@ -105,7 +103,7 @@ def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> Machin
     return probe_machine(catalog=cat) if this_machine else read_server_file(have or Path(), cat)
 
 
-def _document(result: PlanResult, format: PlanFormat, out: Path | None, force: bool, lang: str, top: int,
+def _document(result: "PlanResult", format: PlanFormat, out: Path | None, force: bool, lang: str, top: int,
               details: bool) -> str | None:
     """The plan as JSON, Markdown or HTML; None when the text output was printed to the terminal instead."""
     from gpuplan.report.plan import render_json, render_text

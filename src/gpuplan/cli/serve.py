@@ -1,7 +1,5 @@
 """`gpuplan serve`: the web page and its JSON API on this machine (FastAPI + uvicorn)."""
 
-from __future__ import annotations
-
 import ipaddress
 import json
 import os

@@ -1,7 +1,5 @@
 """`gpuplan trace`: exact peak memory and FLOPs of the user's own PyTorch model, traced without a GPU."""
 
-from __future__ import annotations
-
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,7 +46,7 @@ def trace(
     _render_text(result, factory, inference, precision)
 
 
-def _render_text(result: CustomTraceResult, factory: str, inference: bool, precision: TracePrecision) -> None:
+def _render_text(result: "CustomTraceResult", factory: str, inference: bool, precision: TracePrecision) -> None:
     from rich.console import Console
     from rich.table import Table
 
