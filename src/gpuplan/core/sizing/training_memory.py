@@ -101,89 +101,42 @@ class TrainingTerms:
         the ZeRO stage (model states before sharding, per-token activations, the head's terms) and those of each
         layout that do not depend on recomputation (`_layout_states`); `qlora`: the 4-bit implementation when not
         `w.framework`'s (stack.qlora_impl)."""
-        notes: list[Note] = []
         c: dict[object, object] = {} if cache is None else cache  # type: ignore[assignment]
-        r: Resolved = c.get("resolved") or c.setdefault("resolved", resolve(arch, w))  # type: ignore[assignment]
+        mkey = ("model", qlora)  # the model's states before any layout divides them
+        model = c.get(mkey)
+        if model is None:
+            model = c[mkey] = (resolve(arch, w), unsharded_states(arch, p, w, trainable_adapters(arch, w), qlora))
+        r, base = model  # type: ignore[misc]
         self.lay, self.gpus = lay, gpus
-        dp = self.dp = max(gpus // (lay.tp * lay.pp), 1)
-        if "trainable" not in c:
-            c["trainable"] = trainable_adapters(arch, w)
-        skey = ("states", qlora)
-        if skey not in c:
-            c[skey] = unsharded_states(arch, p, w, c["trainable"], qlora)  # type: ignore[arg-type]
-        lkey = ("layout", qlora, lay.zero, lay.tp, lay.pp, lay.offload, dp)
-        if lkey not in c:  # what does not depend on recomputation, shared by the layout's two choices
-            c[lkey] = _layout_states(arch, p, w, lay, dp, c[skey])  # type: ignore[arg-type]
-        st, self.fixed_other, self.layer_grad, self.head_grad, state_notes, rounded = c[lkey]  # type: ignore[misc]
+        tp, pp = lay.tp, lay.pp
+        self.pp = pp
+        dp = self.dp = max(gpus // (tp * pp), 1)
+        lkey = ("layout", qlora, lay.zero, tp, pp, lay.offload, dp)
+        states = c.get(lkey)
+        if states is None:  # what does not depend on recomputation, shared by the layout's two choices
+            states = c[lkey] = _layout_states(arch, p, w, lay, dp, base)
+        st, self.fixed_other, self.layer_grad, self.head_grad, state_notes, rounded = states  # type: ignore[misc]
         self.static = st
         ckpt = self.ckpt = w.gradient_checkpointing
-        self.pp = lay.pp
-        self.cnn = arch.kind == "cnn"
-        self.seq = r.seq
-        #: (layers, tokens per sequence, bytes per token saved, bytes per token of one layer in full)
-        self.groups: list[tuple[float, int, float, float]] = []
-        self.cnn_per_sample, self.cnn_layers = (0.0, 0.0), 0
-        if self.cnn:  # feature maps, measured per element (data/cnn_activations.toml)
-            per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
-            self.cnn_per_sample = (per_elem, cnn_feature_elements(arch, r.seq))
-            self.cnn_layers = arch.num_layers
-        else:
-            if ("groups", lay.tp, ckpt) not in c:
-                c[("groups", lay.tp, ckpt)] = _groups(arch, w, r, lay.tp, table)
-            self.groups, cached_notes = c[("groups", lay.tp, ckpt)]  # type: ignore[misc]
-            notes += cached_notes
-        hkey = ("head", lay.tp)
-        if hkey not in c:
-            c[hkey] = _head_terms(arch, r, w, lay.tp)  # type: ignore[arg-type]
-        self.head = c[hkey]
-
-        akey = ("amp", ckpt, lay.tp * lay.pp * (dp if lay.zero >= 3 else 1))  # what _amp_casts divides by
+        tkey = ("per_tp", tp, ckpt, qlora)  # what depends on the tensor-parallel degree and recomputation alone
+        per_tp = c.get(tkey)
+        if per_tp is None:
+            per_tp = c[tkey] = _per_tp(arch, p, w, r, tp, table, qlora)
+        (self.cnn, self.seq, self.cnn_per_sample, self.cnn_layers, self.groups, group_notes, self.head, self.offload,
+         self.compiled, self.retained, self.dequant, self.per_seq) = per_tp  # type: ignore[misc]
+        akey = ("amp", ckpt, tp * pp * (dp if lay.zero >= 3 else 1))  # what _amp_casts divides by
         amp = c.get(akey)
         if amp is None:
             amp = c[akey] = _amp_casts(arch, p, w, lay, dp)
         self.amp_casts, self.amp_casts_bwd = amp  # type: ignore[misc]
         self.trainable = st["trainable"]
-        self.notes = notes + state_notes
-        self.offload = bool(w.activation_offload)
-        self.compiled = COMPILE_SAVED_FRACTION if w.compile else 1.0
-        self._per_layer_group(arch, p, w, c, qlora)
+        self.notes = group_notes + state_notes
         # what `device_bytes` rounds once (each as `_round`, written out): each phase's weights, optimizer states
         # and gradients (one micro-batch per step, or several), then the phases' temporaries that do not grow with
         # the micro-batch
         b, ceil, fo, dq = ALLOC_BLOCK, math.ceil, self.fixed_other, self.dequant
         self.rounded = (*rounded, (ceil((self.amp_casts_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b,
                                    ceil((st["optimizer_temp"] + fo) / b) * b))
-
-    def _per_layer_group(self, arch: ModelArch, p: ParamCount, w: Workload, c: dict[object, object],
-                         qlora: QloraImpl | None) -> None:
-        """The bitsandbytes terms and the bytes per sequence, shared through `c` by the layouts of one tensor-parallel
-        degree, recomputation choice and 4-bit implementation (they depend on nothing else)."""
-        key = ("per_group", self.lay.tp, self.ckpt, qlora)
-        if key not in c:
-            self.retained, self.dequant = qlora_terms(arch, p, w, self.lay.tp, qlora or qlora_impl(w))
-            c[key] = (self.retained, self.dequant, self._per_sequence(arch, _residual_bytes(w)))
-        self.retained, self.dequant, self.per_seq = c[key]  # type: ignore[misc]
-
-    def _per_sequence(self, arch: ModelArch, resid: int) -> tuple[float, ...]:
-        """Bytes per sequence of the micro-batch: (saved by the layers before 1F1B's share in flight, the largest
-        layer in full, the head's saved, forward and backward bytes, the embedding's output, the bytes an old
-        bitsandbytes keeps)."""
-        saved = one = 0.0
-        if self.cnn:
-            per_elem, elements = self.cnn_per_sample
-            saved = per_elem * elements
-        for layers, seq, kept, full in self.groups:
-            if self.offload:  # activation offloading: the layers in flight stay, the others wait in host memory
-                layers = min(layers, OFFLOAD_LAYERS_ON_GPU)
-            if not self.ckpt:  # compiled layers keep fewer intermediates; checkpointed ones keep their inputs anyway
-                kept *= self.compiled
-            saved += layers * seq * kept
-            one = max(one, seq * full * self.compiled)
-        head_saved, head_fwd, head_bwd = _head_bytes(self.head, 1)
-        embed = self.seq * arch.hidden_size * resid
-        if self.cnn:  # the input images
-            embed = arch.num_channels * self.seq * self.seq * resid
-        return saved, one, head_saved, head_fwd, head_bwd, embed, self.seq * self.retained
 
     def phase_parts(self, batch: int, microbatches: int) -> tuple[tuple[float, float, float], ...]:
         """(gradients, activations, other) bytes at each moment of PHASES (weights and optimizer states are
@@ -276,6 +229,57 @@ class TrainingTerms:
         search's `fits` needs the larger of it and `device_bytes`."""
         load = load_peak_bytes(arch, p, w, self.lay, _round(self.static["weights"]))
         return _reserve_and_device(load, 0, oh, self.gpus, self.lay, False)[1]
+
+
+def _per_tp(arch: ModelArch, p: ParamCount, w: Workload, r: Resolved, tp: int, table: ActivationTable,
+            qlora: QloraImpl | None) -> tuple[object, ...]:
+    """What a training step's memory is made of for one tensor-parallel degree, whatever the rest of the layout,
+    for `w`'s recomputation and the 4-bit implementation `qlora`: (a CNN?, tokens per sequence, a CNN's bytes per
+    element and elements per sample, its layers; each group of layers alike and the notes of their coefficients;
+    the head's terms; activation offloading, torch.compile's saved fraction; the bitsandbytes terms; the bytes per
+    sequence of `_per_sequence`)."""
+    cnn = arch.kind == "cnn"
+    ckpt = w.gradient_checkpointing
+    groups: list[tuple[float, int, float, float]] = []
+    notes: list[Note] = []
+    cnn_per_sample, cnn_layers = (0.0, 0.0), 0
+    if cnn:  # feature maps, measured per element (data/cnn_activations.toml)
+        per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
+        cnn_per_sample = (per_elem, cnn_feature_elements(arch, r.seq))
+        cnn_layers = arch.num_layers
+    else:
+        groups, notes = _groups(arch, w, r, tp, table)
+    head = _head_terms(arch, r, w, tp)
+    offload = bool(w.activation_offload)
+    compiled = COMPILE_SAVED_FRACTION if w.compile else 1.0
+    retained, dequant = qlora_terms(arch, p, w, tp, qlora or qlora_impl(w))
+    per_seq = _per_sequence(arch, cnn, cnn_per_sample, groups, head, r.seq, retained, offload, ckpt, compiled,
+                            _residual_bytes(w))
+    return cnn, r.seq, cnn_per_sample, cnn_layers, groups, notes, head, offload, compiled, retained, dequant, per_seq
+
+
+def _per_sequence(arch: ModelArch, cnn: bool, cnn_per_sample: tuple[float, float],
+                  groups: list[tuple[float, int, float, float]], head: object, seq: int, retained: float,
+                  offload: bool, ckpt: bool, compiled: float, resid: int) -> tuple[float, ...]:
+    """Bytes per sequence of the micro-batch: (saved by the layers before 1F1B's share in flight, the largest
+    layer in full, the head's saved, forward and backward bytes, the embedding's output, the bytes an old
+    bitsandbytes keeps)."""
+    saved = one = 0.0
+    if cnn:
+        per_elem, elements = cnn_per_sample
+        saved = per_elem * elements
+    for layers, gseq, kept, full in groups:
+        if offload:  # activation offloading: the layers in flight stay, the others wait in host memory
+            layers = min(layers, OFFLOAD_LAYERS_ON_GPU)
+        if not ckpt:  # compiled layers keep fewer intermediates; checkpointed ones keep their inputs anyway
+            kept *= compiled
+        saved += layers * gseq * kept
+        one = max(one, gseq * full * compiled)
+    head_saved, head_fwd, head_bwd = _head_bytes(head, 1)  # type: ignore[arg-type]
+    embed = seq * arch.hidden_size * resid
+    if cnn:  # the input images
+        embed = arch.num_channels * seq * seq * resid
+    return saved, one, head_saved, head_fwd, head_bwd, embed, seq * retained
 
 
 def _layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int, base: States,
