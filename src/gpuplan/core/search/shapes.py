@@ -43,8 +43,9 @@ class Config:
     #: training: sequences per optimizer step on this layout
     global_batch: int
     device_bytes: int
-    #: the TrainingTerms the memory came from (training), reused for the grown model's lookups
-    terms: TrainingTerms | None = None
+    #: the trial workloads made so far, shared by the configurations of one search: by (recomputation, batch,
+    #: global batch), which is all a training configuration changes of `base` (many share one)
+    copies: dict[tuple[bool, int, int], Workload] | None = field(default=None, repr=False)
     _workload: Workload | None = field(default=None, repr=False)
 
     @property
@@ -55,9 +56,15 @@ class Config:
     def workload(self) -> Workload:
         if self._workload is None:
             if self.training:
-                self._workload = self.base.model_copy(update={
-                    "micro_batch_size": self.batch, "global_batch_size": self.global_batch,
-                    "gradient_checkpointing": self.gradient_checkpointing})
+                key = (self.gradient_checkpointing, self.batch, self.global_batch)
+                made = self.copies.get(key) if self.copies is not None else None
+                if made is None:
+                    made = self.base.model_copy(update={
+                        "micro_batch_size": self.batch, "global_batch_size": self.global_batch,
+                        "gradient_checkpointing": self.gradient_checkpointing})
+                    if self.copies is not None:
+                        self.copies[key] = made
+                self._workload = made
             else:
                 self._workload = self.base.model_copy(update={"batch_size": self.batch})
         return self._workload
@@ -93,12 +100,18 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
                      cache: dict[tuple[object, ...], object] | None = None,
                      layouts: dict[tuple[int, int, int, int, bool], list[Config]] | None = None) -> list[Config]:
     """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch.
-    `cache`: shared by the calls of one search (TrainingTerms); `layouts`: the configurations of each (n, tp, pp,
-    ZeRO, recomputation) made so far in the search (a layout of n GPUs is the same in servers of 4 or of 8)."""
+    `cache`: shared by the calls of one search (TrainingTerms', and the workloads the configurations run);
+    `layouts`: the configurations of each (n, tp, pp, ZeRO, recomputation) made so far in the search (a layout of
+    n GPUs is the same in servers of 4 or of 8)."""
     out: list[Config] = []
     made = {} if layouts is None else layouts
     layers = arch.num_layers + arch.num_decoder_layers
-    by_ckpt = {ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)}
+    c = {} if cache is None else cache
+    shared = c.get(("workloads",))  # the workload with and without recomputation, and the configurations' copies
+    if shared is None:
+        shared = c[("workloads",)] = ({ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)},
+                                      {})
+    by_ckpt, copies = shared  # type: ignore[misc]
     for tp in pow2_upto(min(per_server, 8)):
         if arch.kind in ("cnn",) and tp > 1:
             continue
@@ -123,8 +136,8 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
                     key = (n, tp, pp, zero, ckpt)
                     group = made.get(key)
                     if group is None:
-                        terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, cache)
-                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, terms) for (mbs, _, g), dev
+                        terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, c)
+                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, copies) for (mbs, _, g), dev
                                              in zip(batches, terms.device_bytes_of(steps, oh))]
                     out += group
     return out
