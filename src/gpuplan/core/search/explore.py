@@ -105,10 +105,10 @@ class _Search:
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None,
                            sample_tokens=sample_tokens)
-        self.configs: dict[tuple[int, int], list[Config]] = {}
+        #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them
+        self.configs: dict[tuple[int, int], tuple[list[Config], int | None]] = {}
         #: training: each layout's configurations, shared by the server sizes that allow it (training_configs)
         self.layouts: dict[tuple[int, int, int, int, bool], list[Config]] = {}
-        self.smallest: dict[tuple[int, int], int | None] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
         self.grown_cache: dict[tuple[object, ...], object] = {}
@@ -131,30 +131,24 @@ class _Search:
         self.engine = inp.serving.engine if inp.serving is not None and not self.training else None
 
     # ------------------------------------------------------------------------------------------ memory
-    @staticmethod
-    def shape_key(n: int, per_server: int) -> tuple[int, int]:
-        """The key of n GPUs' configurations in a server of `per_server` (tensor parallelism spans at most 8 of
-        them, so a larger server, an NVL72 rack, shares the 8-GPU server's)."""
-        return n, min(per_server, 8)
-
-    def configs_for(self, n: int, per_server: int) -> list[Config]:
-        key = self.shape_key(n, per_server)
-        if key not in self.configs:
+    def shape(self, n: int, per_server: int) -> tuple[list[Config], int | None]:
+        """n GPUs' configurations in servers of `per_server`, in the order they are timed, and the least memory per
+        GPU of any of them (None: there is none). Keyed by (n, min(per_server, 8)): tensor parallelism spans at
+        most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's."""
+        key = (n, per_server if per_server < 8 else 8)  # noqa: FURB136 (min() is a call, on every lookup)
+        hit = self.configs.get(key)
+        if hit is None:
             inp = self.inp
             cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
                                    self.ctx.terms_cache, self.layouts)
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
                                                           inp.overheads, self.engine))
             self.evaluated += len(cs)
-            self.configs[key] = sorted(cs, key=proxy)
-        return self.configs[key]
+            hit = self.configs[key] = (sorted(cs, key=proxy), min((c.device_bytes for c in cs), default=None))
+        return hit
 
-    def smallest_for(self, n: int, per_server: int) -> int | None:
-        """The least memory per GPU of any configuration of n GPUs (None: there is none)."""
-        key = self.shape_key(n, per_server)
-        if key not in self.smallest:
-            self.smallest[key] = min((c.device_bytes for c in self.configs_for(n, per_server)), default=None)
-        return self.smallest[key]
+    def configs_for(self, n: int, per_server: int) -> list[Config]:
+        return self.shape(n, per_server)[0]
 
     def grown_model(self, factor: float) -> tuple[ModelArch, ParamCount]:
         if factor not in self.grown_models:
@@ -249,14 +243,14 @@ class _Search:
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
         n = ps * servers
-        cs = self.configs_for(n, ps)
+        cs, smallest = self.shape(n, ps)
         self.tried.setdefault(gpu.id, []).append((ps, servers))
-        smallest = self.smallest_for(n, ps)
         if smallest is None or smallest > usable:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
                 best_fail[:] = [(smallest, ps, servers)]
             return "no-fit"
-        hkey = (*self.shape_key(n, ps), usable)  # GPUs of the same usable memory see the same layouts
+        # shape's key and the usable memory: GPUs of the same usable memory see the same layouts
+        hkey = (n, ps if ps < 8 else 8, usable)  # noqa: FURB136
         if hkey not in self.heads:
             head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
             # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed)

@@ -46,6 +46,8 @@ class Config:
     #: the trial workloads made so far, shared by the configurations of one search: by (recomputation, batch,
     #: global batch), which is all a training configuration changes of `base` (many share one)
     copies: dict[tuple[bool, int, int], Workload] | None = field(default=None, repr=False)
+    #: the order the search times layouts in (`proxy`), set where the configuration is made
+    order: tuple[bool, int, int, int] = (False, 0, 0, 0)
     _workload: Workload | None = field(default=None, repr=False)
 
     @property
@@ -137,8 +139,9 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
                     group = made.get(key)
                     if group is None:
                         terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, c)
-                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, copies) for (mbs, _, g), dev
-                                             in zip(batches, terms.device_bytes_of(steps, oh))]
+                        mp = tp * pp  # proxy's order, made here once for the group
+                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, copies, (ckpt, mp, zero, -mbs))
+                                             for (mbs, _, g), dev in zip(batches, terms.device_bytes_of(steps, oh))]
                     out += group
     return out
 
@@ -161,7 +164,8 @@ def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_s
             batch = max(math.ceil(w.batch_size / replicas), 1)
             lay = Layout(tp=tp, pp=pp)
             c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
-                       global_batch=0, device_bytes=0)
+                       global_batch=0, device_bytes=0,
+                       order=(w.gradient_checkpointing, tp * pp, lay.zero, -w.micro_batch_size))
             c.device_bytes = (serving_start_bytes(arch, p, c.workload, lay, tp * pp, oh, engine) if engine is not None
                               else estimate_memory(arch, p, c.workload, lay, tp * pp, table, oh).device_bytes)
             out.append(c)
@@ -169,9 +173,10 @@ def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_s
 
 
 def proxy(c: Config) -> tuple[bool, int, int, int]:
-    """Order to time layouts in: no recomputation, little model parallelism, low ZeRO, big micro-batches."""
-    lay = c.layout
-    return (c.gradient_checkpointing, lay.tp * lay.pp, lay.zero, -(c.batch if c.training else c.base.micro_batch_size))
+    """Order to time layouts in: no recomputation, little model parallelism, low ZeRO, big micro-batches
+    (training's micro-batch; serving's workload micro_batch_size, the same for all). Made with the configuration
+    (`Config.order`), as this reads it."""
+    return c.order
 
 
 def max_gpus_per_server(gpu: Gpu, catalog: Catalog) -> int:
