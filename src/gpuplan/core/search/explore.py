@@ -54,7 +54,7 @@ from gpuplan.schema.plan import (
     PlanStats,
     Rejected,
 )
-from gpuplan.schema.project import LoraSpec, Project
+from gpuplan.schema.project import LoraSpec, Project, Workload
 from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
@@ -112,9 +112,11 @@ class _Search:
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
         self.grown_cache: dict[tuple[object, ...], object] = {}
-        self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float, int], int] = {}
+        self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float, int], int] = {}  # serving
         self.grown_one: dict[int, int] = {}  # training, at the planned size: by id of the configuration
+        self.grown_at: dict[tuple[int, float], int] = {}  # training, at other sizes: by id and the factor
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
+        self.grown_w: dict[bool, Workload] = {}  # the grown workload, with and without recomputation
         self.grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, self.p_grown)}
         self.work: dict[int, StepWork] = {}
         self.work_cache: dict[object, object] = {}  # what every StepWork of this search shares
@@ -167,10 +169,10 @@ class _Search:
                 if hit is None:
                     hit = self.grown_one[id(c)] = self._grown_step(c, 1.0)
                 return hit
-            key = (c.key, factor, 0)
-            if key not in self.grown_dev:
-                self.grown_dev[key] = self._grown_step(c, factor)
-            return self.grown_dev[key]
+            at = self.grown_at.get((id(c), factor))
+            if at is None:
+                at = self.grown_at[(id(c), factor)] = self._grown_step(c, factor)
+            return at
         key = (c.key, factor, usable)
         if key not in self.grown_dev:
             a, pa = self.grown_model(factor)
@@ -194,8 +196,10 @@ class _Search:
         tkey = (c.n, lay.zero, lay.tp, lay.pp, c.gradient_checkpointing, factor)
         terms = self.grown_terms.get(tkey)
         if terms is None:
-            gw = grown_workload(c.base.model_copy(update={"gradient_checkpointing": c.gradient_checkpointing}),
-                                self.proj, self.arch)
+            gw = self.grown_w.get(c.gradient_checkpointing)  # every training configuration's base is the search's
+            if gw is None:
+                gw = self.grown_w[c.gradient_checkpointing] = grown_workload(
+                    c.base.model_copy(update={"gradient_checkpointing": c.gradient_checkpointing}), self.proj, self.arch)
             terms = self.grown_terms[tkey] = TrainingTerms(a, pa, gw, lay, c.n, self.inp.table,
                                                            self.grown_cache.setdefault(factor, {}))  # type: ignore[arg-type]
         return terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)

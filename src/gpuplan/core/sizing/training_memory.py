@@ -310,17 +310,16 @@ def _layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp:
     b, ceil = ALLOC_BLOCK, math.ceil
     fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
     G, A, lg, hg = st["gradients"], st["accumulated"], layer_grad, head_grad
-    # phase_parts' gradients with one micro-batch per step, and with gradient accumulation
-    g_less, g_all = ceil((G - lg) / b) * b, ceil(G / b) * b
-    one = (0, 0, ceil(max(0.0, hg) / b) * b, g_less, g_all)
+    # phase_parts' gradients with one micro-batch per step, and with gradient accumulation, each with the weights
+    # and optimizer states (integers: exact in any order)
+    g_less, g_all = fixed + ceil((G - lg) / b) * b, fixed + ceil(G / b) * b
+    one = (fixed, fixed, fixed + ceil(max(0.0, hg) / b) * b, g_less, g_all)
     if A == G:  # what accumulation keeps is the gradients (the optimizer does not step in backward)
-        acc = (g_all, g_all, ceil(max(A, hg) / b) * b, g_less, g_all)
+        acc = (g_all, g_all, fixed + ceil(max(A, hg) / b) * b, g_less, g_all)
     else:
-        a = ceil(A / b) * b
-        acc = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
-    # with the weights and optimizer states (integers: exact in any order)
-    return st, zero3_work + ddp_buckets, layer_grad, head_grad, notes, (tuple(fixed + x for x in one),
-                                                                        tuple(fixed + x for x in acc))
+        a = fixed + ceil(A / b) * b
+        acc = (a, a, fixed + ceil(max(A, hg) / b) * b, fixed + ceil((A - lg) / b) * b, a)
+    return st, zero3_work + ddp_buckets, layer_grad, head_grad, notes, (one, acc)
 
 
 def _amp_casts(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -> tuple[float, float]:
