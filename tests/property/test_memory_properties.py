@@ -86,13 +86,19 @@ def test_the_search_fast_path_equals_the_phases_byte_for_byte(arch: ModelArch, w
     lay = Layout(zero=zero, tp=tp, pp=pp)
     p = count_params(arch)
     shared: dict[tuple[object, ...], object] = {}
-    for other in (Layout(), Layout(zero=3, tp=tp)):  # fill the cache from other layouts first
-        TrainingTerms(arch, p, w, other, max(gpus, tp), TABLE, shared)
+    # fill the cache from other layouts first: among them the same stage with tp and pp swapped and on twice the
+    # GPUs, which the cache may answer from the same entry (a layout's states depend on tp x pp, and on dp only
+    # where ZeRO shards by it)
+    for other, n in ((Layout(), max(gpus, tp)), (Layout(zero=3, tp=tp), max(gpus, tp)),
+                     (Layout(zero=zero, tp=pp, pp=tp), gpus), (lay, 2 * gpus)):
+        TrainingTerms(arch, p, w, other, n, TABLE, shared)
     alone = TrainingTerms(arch, p, w, lay, gpus, TABLE)
     cached = TrainingTerms(arch, p, w, lay, gpus, TABLE, shared)
     want = _levels(alone.phases(batch, microbatches), 0.0, OH, gpus, lay, True)[5]
     assert alone.device_bytes(batch, microbatches, OH) == want
     assert cached.device_bytes(batch, microbatches, OH) == want
+    assert cached.phases(batch, microbatches) == alone.phases(batch, microbatches)
+    assert cached.notes == alone.notes
 
 
 @settings(max_examples=100, deadline=None)

@@ -59,14 +59,30 @@ class Context:
     dataset_bytes: float
     #: how well each GPU's speed and price are known, by GPU id (core/search/evidence.py)
     evidence: dict[str, Evidence]
-    #: tokens per sample of the search's workload (core/sizing/rates.tokens_per_sample)
-    sample_tokens: int
     #: the plan's currency (the budget's): reasons state money in it, converted with usd_to_budget
     currency: str = "USD"
     #: the serving engine's defaults (data/serving.toml): serving memory as the engine allocates it
     engine: EngineDefaults | None = None
     #: the terms every training layout of the search shares (TrainingTerms' cache), reused for the shown ones
     terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
+    #: what every server of the search stores (`storage_terms`): the weights' bytes, one checkpoint's, the bytes
+    #: training reads from disk per token
+    weights_bytes: int = 0
+    checkpoint_bytes: int = 0
+    bytes_per_token: float = 4.0
+
+
+def storage_terms(project: Project, params: ParamCount, trainable: int, dataset_bytes: float,
+                  sample_tokens: int) -> tuple[int, int, float]:
+    """(bytes of the 16-bit weights, of one checkpoint: the weights and the fp32 optimizer states of what trains,
+    bytes read from disk per token trained: pre-tokenized text about 4 (2 for uint16 ids), images their encoded
+    size), the same for every server of one search."""
+    weights_b = params.total * 2
+    full = project.workload.task in ("pretrain", "full-finetune")
+    ckpt_b = weights_b + (params.total * 12 if full else trainable * 12)
+    d = project.data
+    per_sample = dataset_bytes / d.samples if d.samples and dataset_bytes else 0.0
+    return weights_b, ckpt_b, (per_sample / sample_tokens if per_sample else 4.0)
 
 
 @dataclass(eq=False, slots=True)
@@ -114,16 +130,10 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
          rejected: list[Rejected]) -> Pick | None:
     """The candidate `c` on `servers` x `ps` x `gpu`, or None (with the reason in `rejected`) when no server takes
     it or it misses the deadline, the latency target or the budget."""
-    proj, p = ctx.project, ctx.params
+    proj = ctx.project
     training = ctx.training
-    weights_b = p.total * 2
-    ckpt_b = weights_b + (p.total * 12 if proj.workload.task in ("pretrain", "full-finetune") else ctx.trainable * 12)
-    read_rate = 0.0
-    if training and step is not None:
-        # bytes per token on disk: pre-tokenized text about 4 bytes (2 for uint16 ids); images their encoded size
-        d = proj.data
-        per_sample = ctx.dataset_bytes / d.samples if d.samples and ctx.dataset_bytes else 0.0
-        read_rate = (step.tokens_per_s / servers) * (per_sample / ctx.sample_tokens if per_sample else 4.0)
+    weights_b, ckpt_b = ctx.weights_bytes, ctx.checkpoint_bytes
+    read_rate = (step.tokens_per_s / servers) * ctx.bytes_per_token if training and step is not None else 0.0
     needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=proj.data.modality,
                         purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
                         weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
@@ -141,8 +151,12 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             rent = step.gpu_hours * rate
         elif not training:
             rent = c.n * rate * HOURS_PER_MONTH * horizon
-    options = [(v, k) for v, k in ((price, "buy"), (rent, "rent")) if v is not None]
-    cost, basis = min(options) if options else (None, None)
+    cost: float | None = None
+    basis: str | None = None
+    if price is not None and (rent is None or price <= rent):  # the cheaper; buying when they are equal
+        cost, basis = price, "buy"
+    elif rent is not None:
+        cost, basis = rent, "rent"
     time_h = latency = None
     if training:
         time_h = metric
@@ -229,4 +243,4 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     )
 
 
-__all__ = ["Context", "Pick", "materialize", "pick"]
+__all__ = ["Context", "Pick", "materialize", "pick", "storage_terms"]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 from itertools import islice
+from operator import attrgetter
 
-from gpuplan.core.search.candidate import Context, Pick, materialize, pick
+from gpuplan.core.search.candidate import Context, Pick, materialize, pick, storage_terms
 from gpuplan.core.search.growth import growth_rows, leanest
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
 from gpuplan.core.search.ranking import rank, reference, same_cost_usd
@@ -26,7 +27,6 @@ from gpuplan.core.search.shapes import (
     allowed_gpus,
     inference_configs,
     max_gpus_per_server,
-    proxy,
     training_configs,
 )
 from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_usable
@@ -59,6 +59,8 @@ from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
 TIMED_PER_SHAPE = 6
+#: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
+_ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
 
 
 def memory_headroom(project: Project) -> float:
@@ -96,7 +98,9 @@ class _Search:
         self.grows = grows(proj)
         d = proj.data
         dataset_bytes = (d.size_gb * 1e9 if d.size_gb else 0.0) * proj.growth.data_scale
-        self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable_parameters(arch, p, proj),
+        trainable = trainable_parameters(arch, p, proj)
+        weights_b, ckpt_b, per_token = storage_terms(proj, p, trainable, dataset_bytes, sample_tokens)
+        self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable,
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
                            server_price=inp.server_price,
                            usd_to_budget=inp.usd_to_budget, rent_per_gpu_hour=inp.rent_per_gpu_hour,
@@ -104,7 +108,7 @@ class _Search:
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None,
-                           sample_tokens=sample_tokens)
+                           weights_bytes=weights_b, checkpoint_bytes=ckpt_b, bytes_per_token=per_token)
         #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them
         self.configs: dict[tuple[int, int], tuple[list[Config], int | None]] = {}
         #: training: each layout's configurations, shared by the server sizes that allow it (training_configs)
@@ -146,11 +150,8 @@ class _Search:
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
                                                           inp.overheads, self.engine))
             self.evaluated += len(cs)
-            hit = self.configs[key] = (sorted(cs, key=proxy), min((c.device_bytes for c in cs), default=None))
+            hit = self.configs[key] = (sorted(cs, key=_ORDER), min(map(_BYTES, cs), default=None))
         return hit
-
-    def configs_for(self, n: int, per_server: int) -> list[Config]:
-        return self.shape(n, per_server)[0]
 
     def grown_model(self, factor: float) -> tuple[ModelArch, ParamCount]:
         if factor not in self.grown_models:
@@ -364,7 +365,7 @@ class _Search:
         for k in ranked[:growth_top] if growth_top else ranked:
             for ps, s in self.tried[k.gpu_id]:
                 if (ps, s) not in lean:
-                    lean[(ps, s)] = leanest(self.configs_for(ps * s, ps))
+                    lean[(ps, s)] = leanest(self.shape(ps * s, ps)[0])
             shapes_tried = [(ps * s, lean[(ps, s)]) for ps, s in self.tried[k.gpu_id]]
             growth += growth_rows(k, k.config, self.usable_of[k.gpu_id], shapes_tried, self.model_scale,
                                   lambda f: self.grown_model(f)[1].total,

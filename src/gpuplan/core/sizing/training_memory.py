@@ -111,7 +111,10 @@ class TrainingTerms:
         tp, pp = lay.tp, lay.pp
         self.pp = pp
         dp = self.dp = max(gpus // (tp * pp), 1)
-        lkey = ("layout", qlora, lay.zero, tp, pp, lay.offload, dp)
+        # the layout's states depend on the model-parallel product, the ZeRO stage and the offload, on dp where
+        # ZeRO shards by it (else only on whether DDP keeps buckets) and on tp where ZeRO-3 gathers a block
+        zero = lay.zero
+        lkey = ("layout", qlora, zero, tp * pp, lay.offload, dp if zero else dp > 1, tp if zero >= 3 else 0)
         states = c.get(lkey)
         if states is None:  # what does not depend on recomputation, shared by the layout's two choices
             states = c[lkey] = _layout_states(arch, p, w, lay, dp, base)
