@@ -269,14 +269,13 @@ def breakeven_within(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assu
     # out with the curves' constants read once (the same operations in the same order: the same floats)
     years, floor = a.get("depreciation_years"), a.get("residual_value_fraction")
     lost, span = 1 - floor, 12 * years
-    at_h = 1 - lost * horizon / span
-    w_h = at_h if at_h > floor else floor
+    w_h = max(floor, 1 - lost * horizon / span)
     ua, ra, za = a_dep.upfront_cost, a_dep.running_monthly, a_dep.residual_value
     ub, rb, zb = b_dep.upfront_cost, b_dep.running_monthly, b_dep.residual_value
     for k in range(int(horizon * 10), -1, -1):
         m = k / 10
         w = 1 - lost * m / span
-        if w < floor:  # max(floor, w)
+        if w < floor:  # noqa: PLR1730 - max(floor, w), without a call on every tenth
             w = floor
         ca, cb = ua + ra * m, ub + rb * m
         if za:

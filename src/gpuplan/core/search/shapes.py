@@ -43,11 +43,11 @@ class Config:
     #: training: sequences per optimizer step on this layout
     global_batch: int
     device_bytes: int
+    #: the order the search times layouts in (`proxy`), made with the configuration
+    order: tuple[bool, int, int, int]
     #: the trial workloads made so far, shared by the configurations of one search: by (recomputation, batch,
     #: global batch), which is all a training configuration changes of `base` (many share one)
     copies: dict[tuple[bool, int, int], Workload] | None = field(default=None, repr=False)
-    #: the order the search times layouts in (`proxy`), set where the configuration is made
-    order: tuple[bool, int, int, int] = (False, 0, 0, 0)
     _workload: Workload | None = field(default=None, repr=False)
 
     @property
@@ -140,7 +140,7 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
                     if group is None:
                         terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, c)
                         mp = tp * pp  # proxy's order, made here once for the group
-                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, copies, (ckpt, mp, zero, -mbs))
+                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, (ckpt, mp, zero, -mbs), copies)
                                              for (mbs, _, g), dev in zip(batches, terms.device_bytes_of(steps, oh))]
                     out += group
     return out
