@@ -16,7 +16,7 @@ from itertools import islice
 from operator import attrgetter
 
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick, storage_terms
-from gpuplan.core.search.growth import growth_rows, leanest
+from gpuplan.core.search.growth import growth_view
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
 from gpuplan.core.search.ranking import rank, reference, same_cost_usd
 from gpuplan.core.search.serving_shapes import serve_more
@@ -360,17 +360,9 @@ class _Search:
                         f"{self.headroom:.0%} headroom)")
 
     def growth_view(self, ranked: list[Pick], growth_top: int | None) -> list[GrowthRow]:
-        growth: list[GrowthRow] = []
-        lean: dict[tuple[int, int], list[Config]] = {}
-        for k in ranked[:growth_top] if growth_top else ranked:
-            for ps, s in self.tried[k.gpu_id]:
-                if (ps, s) not in lean:
-                    lean[(ps, s)] = leanest(self.shape(ps * s, ps)[0])
-            shapes_tried = [(ps * s, lean[(ps, s)]) for ps, s in self.tried[k.gpu_id]]
-            growth += growth_rows(k, k.config, self.usable_of[k.gpu_id], shapes_tried, self.model_scale,
-                                  lambda f: self.grown_model(f)[1].total,
-                                  lambda c, f, u=self.usable_of[k.gpu_id]: self.grown_device(c, f, u))
-        return growth
+        return growth_view(ranked[:growth_top] if growth_top else ranked, self.tried, self.usable_of,
+                           lambda n, ps: self.shape(n, ps)[0], self.model_scale,
+                           lambda f: self.grown_model(f)[1].total, self.grown_device)
 
 
 def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top: int | None = None) -> SearchOutput:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from gpuplan.core.search.candidate import Pick
 from gpuplan.core.search.ranking import Listed
 from gpuplan.core.search.shapes import Config
 from gpuplan.schema.plan import GrowthRow
-
 
 #: model sizes against the plan: as planned, then 1.5 and 2 times deeper
 GROWTH_FACTORS = (1.0, 1.5, 2.0)
@@ -58,4 +58,24 @@ def growth_rows(cand: Listed, config: Config, usable: int, shapes: Sequence[tupl
     return out
 
 
-__all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "growth_rows", "leanest", "min_gpus"]
+def growth_view(ranked: Sequence[Pick], tried: dict[str, list[tuple[int, int]]], usable_of: dict[str, int],
+                configs_of: Callable[[int, int], Sequence[Config]], model_scale: float,
+                parameters: Callable[[float], int], device_at: Callable[[Config, float, int], int]) -> list[GrowthRow]:
+    """The growth rows of the `ranked` candidates: each at GROWTH_FACTORS x the planned model, with the fewest GPUs
+    of its type over the server shapes `tried` for that type (`configs_of(n, per_server)`: a shape's layouts).
+    `usable_of`: each GPU type's usable bytes; `parameters(factor)`, `device_at(config, factor, usable)`: the grown
+    model's parameters and a layout's peak bytes per GPU with it."""
+    growth: list[GrowthRow] = []
+    lean: dict[tuple[int, int], list[Config]] = {}
+    for k in ranked:
+        for ps, s in tried[k.gpu_id]:
+            if (ps, s) not in lean:
+                lean[(ps, s)] = leanest(configs_of(ps * s, ps))
+        shapes_tried = [(ps * s, lean[(ps, s)]) for ps, s in tried[k.gpu_id]]
+        usable = usable_of[k.gpu_id]
+        growth += growth_rows(k, k.config, usable, shapes_tried, model_scale, parameters,
+                              lambda c, f, u=usable: device_at(c, f, u))
+    return growth
+
+
+__all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "growth_rows", "growth_view", "leanest", "min_gpus"]
