@@ -18,7 +18,9 @@ from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import saved_bytes_per_sample
 from gpuplan.core.sizing.params import ParamCount, count_params
-from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed
+from gpuplan.core.sizing.rates import GB, _exposed
+from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, matmul_efficiency
+from gpuplan.core.sizing.step import GpuRates, StepWork, _dp_exposed, step_time
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -229,6 +231,40 @@ def test_checkpointing_never_fewer_flops_nor_a_shorter_step(data: st.DataObject,
     assert on.time is not None and off.time is not None
     assert ge(on.time.step_seconds, off.time.step_seconds)
     assert ge(off.time.tokens_per_s, on.time.tokens_per_s)
+
+
+@FEW
+@given(st.data(), transformer_archs, gpus, layouts())
+def test_step_time_s_matmul_efficiency_is_matmul_efficiency(data: st.DataObject, arch: ModelArch, gpu: Gpu,
+                                                            layout: tuple[Layout, int]) -> None:
+    """step_time writes matmul_efficiency out with the GPU's terms read once (GpuRates): the same float."""
+    w = data.draw(training_workloads(arch))
+    lay, n = layout
+    p = _params(arch)
+    work = StepWork(arch, p, w, lay, n, SM, TABLE, p.total)
+    st_ = step_time(work, gpu, SM, rates=GpuRates(gpu, SM, w.precision, w.tf32))
+    assert st_.eff == matmul_efficiency(SM.generations[gpu.generation], SM, w.precision, work.mm_tokens)
+
+
+@FEW
+@given(st.data(), transformer_archs, gpus, layouts(), st.floats(1e-6, 10.0))
+def test_the_data_parallel_exposure_is_exposed_phase_by_phase(data: st.DataObject, arch: ModelArch, gpu: Gpu,
+                                                              layout: tuple[Layout, int], t_micro: float) -> None:
+    """_dp_exposed writes rates._exposed out (the hot path): the same float as _exposed over its phases."""
+    w = data.draw(training_workloads(arch))
+    lay, n = layout
+    p = _params(arch)
+    work = StepWork(arch, p, w, lay, n, SM, TABLE, p.total)
+    assume(work.dp > 1)
+    rates = GpuRates(gpu, SM, w.precision, w.tf32)
+    node = min(n, rates.node)
+    frac, hops, phases = work.dp_phases
+    bw = rates.link(work.gpus if work.gpus > node else work.dp, node) * GB
+    windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
+    want = 0.0
+    for volume, window, times in phases:
+        want += times * _exposed(frac * volume / bw + hops, windows[window], SM.params.comm_overlap)
+    assert _dp_exposed(work, rates, node, t_micro) == want
 
 
 @FEW
