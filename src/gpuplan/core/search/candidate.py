@@ -59,17 +59,17 @@ class Context:
     dataset_bytes: float
     #: how well each GPU's speed and price are known, by GPU id (core/search/evidence.py)
     evidence: dict[str, Evidence]
+    #: what every server of the search stores (`storage_terms`): the weights' bytes, one checkpoint's, the bytes
+    #: training reads from disk per token
+    weights_bytes: int
+    checkpoint_bytes: int
+    bytes_per_token: float
     #: the plan's currency (the budget's): reasons state money in it, converted with usd_to_budget
     currency: str = "USD"
     #: the serving engine's defaults (data/serving.toml): serving memory as the engine allocates it
     engine: EngineDefaults | None = None
     #: the terms every training layout of the search shares (TrainingTerms' cache), reused for the shown ones
     terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
-    #: what every server of the search stores (`storage_terms`): the weights' bytes, one checkpoint's, the bytes
-    #: training reads from disk per token
-    weights_bytes: int = 0
-    checkpoint_bytes: int = 0
-    bytes_per_token: float = 4.0
 
 
 def storage_terms(project: Project, params: ParamCount, trainable: int, dataset_bytes: float,

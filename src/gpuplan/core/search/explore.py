@@ -228,8 +228,8 @@ class _Search:
         assert best is not None
         return best
 
-    def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object, object]:
-        """(metric, None, inference result) of the serving layout `c` on `gpu`."""
+    def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object]:
+        """(mean request latency, inference result) of the serving layout `c` on `gpu`."""
         self.timed += 1
         inp = self.inp
         mem = estimate_serving_memory(self.arch, self.p, c.workload, c.layout, c.layout.tp * c.layout.pp, inp.overheads,
@@ -238,7 +238,7 @@ class _Search:
         r = estimate_inference_speed(self.arch, self.p, c.workload, c.layout, c.n, gpu, inp.speed, gpus_per_node=ps,
                                      serving=inp.serving, reserved_bytes=reserved)
         assert r.inference is not None
-        return r.inference.request_latency_s, None, r
+        return r.inference.request_latency_s, r
 
     @staticmethod
     def gpus_needed(c: Config, result: object) -> float:  # serving: the GPUs the load needs on this layout
@@ -273,7 +273,7 @@ class _Search:
         else:
             best: tuple[tuple[float, float], float, Config, object] | None = None
             for c in grown_ok:
-                metric, _, result = self.time_config(c, gpu, ps)
+                metric, result = self.time_config(c, gpu, ps)
                 rank = (self.gpus_needed(c, result), metric)  # fewest GPUs for the load, then latency
                 if best is None or rank < best[0]:
                     best = (rank, metric, c, result)
