@@ -2,7 +2,6 @@
 assumptions, the server rules and the exchange rates, loaded once by `gpuplan.api` (built-in files plus the
 user's --catalog and --prices) and handed to the pure core, with the date the plan is made on."""
 
-
 import datetime
 from dataclasses import dataclass
 

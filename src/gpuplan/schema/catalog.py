@@ -2,7 +2,6 @@
 validating the files is `gpuplan.catalog.hardware`'s work; this module holds only the types, so the pure core
 can take a Catalog without importing a loader."""
 
-
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 

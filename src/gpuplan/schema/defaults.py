@@ -2,7 +2,6 @@
 the CLI's options and the web API read them from here. Plain Python (no pydantic), so `gpuplan --help` can read
 the choices without building the schema."""
 
-
 from typing import Literal, get_args
 
 #: how `gpuplan plan` ranks: cheapest, fastest, or the geometric mean of the two ratios

@@ -1,6 +1,5 @@
 """Results of the estimator: memory per GPU with its breakdown, and the assumptions behind it."""
 
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

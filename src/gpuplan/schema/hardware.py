@@ -6,7 +6,6 @@ accumulate, the rate mixed-precision training gets; GeForce cards run those at h
 rate, which `tflops.fp16_fp16_accumulate` records where the datasheet gives it.
 """
 
-
 import datetime
 import typing
 from typing import Any, Literal

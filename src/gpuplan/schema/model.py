@@ -2,7 +2,6 @@
 and to size its activations and KV cache. Built from a Hugging Face config.json (catalog/hf_config.py),
 for built-in presets and user files alike."""
 
-
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt

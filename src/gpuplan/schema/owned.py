@@ -1,7 +1,6 @@
 """What `gpuplan plan --have SERVER.yaml` / `--this-machine` adds to a plan: whether the server the team already has
 can do the job and how, and what to add, rent or buy for the rest (core/owned.py). JSON keys carry their units."""
 
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -1,7 +1,6 @@
 """What `gpuplan plan` returns: candidate servers for a project, the recommendation, what was rejected and
 why, and the decision checklist. JSON keys carry their units."""
 
-
 import datetime
 from typing import Literal
 

@@ -4,7 +4,6 @@ Prices are in their own currency (`currency`), converted with the stated rates o
 `source` and `as_of`; a price older than six months is flagged in the output.
 """
 
-
 import datetime
 from typing import Literal
 

@@ -4,7 +4,6 @@ YAML (or JSON) with these top-level keys: name, model, workload, data, goals, gr
 deployment, hardware. Unknown keys, wrong types and impossible values are errors naming the field.
 """
 
-
 from typing import Annotated, Any, Literal
 
 from pydantic import (

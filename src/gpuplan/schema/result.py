@@ -1,7 +1,6 @@
 """What `gpuplan estimate` returns: the model, the resolved workload, the hardware and the memory per GPU.
 JSON keys carry their units; byte counts are integers."""
 
-
 import datetime
 
 from pydantic import BaseModel, ConfigDict, Field

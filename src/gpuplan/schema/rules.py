@@ -1,7 +1,6 @@
 """The server builder's rules as data (`ServerRules`, one typed field per rule id of data/server_rules.toml).
 Reading and checking the file is `gpuplan.catalog.server_rules`'s work; this module holds only the type."""
 
-
 import datetime
 from typing import Any, get_args
 

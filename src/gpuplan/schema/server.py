@@ -6,7 +6,6 @@ reject rows whose facts cannot all be true at once (a PCIe 4.0 x4 drive reading 
 carry the system's own maximum draw, an InfiniBand card without RDMA).
 """
 
-
 import datetime
 import functools
 import re

@@ -2,7 +2,6 @@
 (data/serving.toml): latency percentiles, throughput and capacity of replicas of a continuous-batching engine.
 Times are seconds."""
 
-
 import datetime
 from typing import Literal
 

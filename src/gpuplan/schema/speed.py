@@ -1,7 +1,6 @@
 """Assumptions of the speed model (data/speed.toml) and what it returns. Every assumption is data with a
 source; times are seconds unless the name says hours."""
 
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

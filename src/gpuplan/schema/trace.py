@@ -1,7 +1,6 @@
 """What tracing a user's model factory measured (`gpuplan trace`, `model.trace`): the result type, so the pure
 core can size a traced model without importing the tracer that runs user code (gpuplan.trace.custom)."""
 
-
 from pydantic import BaseModel, ConfigDict
 
 
