@@ -133,26 +133,30 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     if not cands:
         return []
     first = adequate or (lambda c: True)
-    ref = reference(cands, first)
-    priced = [c.cost_usd for c in ref if c.cost_usd is not None]
+    ok = [first(c) for c in cands]
+    times = [_time(c) for c in cands]  # each read once: the reference, the front, the scores and the order
+    ref = [i for i, a in enumerate(ok) if a] or range(len(cands))  # `reference`, by position
+    priced = [cands[i].cost_usd for i in ref if cands[i].cost_usd is not None]
     p_min = min(priced) if priced else 1.0
-    t_min = min(_time(c) for c in ref) or 1e-9
-    front = pareto_front([c.cost_usd or math.inf for c in cands], [_time(c) for c in cands])
+    t_min = min(times[i] for i in ref) or 1e-9
+    costs = [c.cost_usd for c in cands]
+    front = pareto_front([c or math.inf for c in costs], times)
+    log_same = math.log(SAME)
     out = []
-    for c, on_front in zip(cands, front):
-        price = c.cost_usd if c.cost_usd is not None else math.inf
-        t = _time(c)
+    for c, price, t in zip(cands, costs, times):
+        if price is None:
+            price = math.inf
         if objective == "cost":
             # costs within 10% (or same_cost) are the same cost: then fewer GPUs (a simpler machine), then time
             base = p_min + same_cost
-            bucket = math.floor(math.log(max(price, base) / base) / math.log(SAME)) if math.isfinite(price) else UNPRICED
+            bucket = math.floor(math.log(max(price, base) / base) / log_same) if math.isfinite(price) else UNPRICED
             n = c.gpus_per_server * c.servers
             score = bucket + 1e-2 * math.log2(n) + (1e-4 * max(t / t_min, 1.0) if math.isfinite(t / t_min)
                                                     else 1e-4 * UNPRICED)
         elif objective == "time":
             # times within 10% are the same time: then the cheaper (a faster candidate that costs more is
             # still listed, and on the Pareto front)
-            bucket = math.floor(math.log(max(t, t_min) / t_min) / math.log(SAME)) if math.isfinite(t) and math.isfinite(t_min) \
+            bucket = math.floor(math.log(max(t, t_min) / t_min) / log_same) if math.isfinite(t) and math.isfinite(t_min) \
                 else UNPRICED
             score = bucket + (0.5 * max(1 - p_min / price, 0.0) if math.isfinite(price) else 0.5)
         else:  # balanced: the geometric mean of the two ratios, within 10% the same (the estimates are not finer):
@@ -161,13 +165,14 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
                 # an unproven candidate (ranked after the others anyway) may beat the reference: ratios from 1
                 mean = math.sqrt(max(price / p_min, 1.0) * max(t / t_min, 1.0))
                 n = c.gpus_per_server * c.servers
-                score = math.floor(math.log(mean) / math.log(SAME)) + 1e-2 * math.log2(n) + 1e-4 * mean
+                score = math.floor(math.log(mean) / log_same) + 1e-2 * math.log2(n) + 1e-4 * mean
             else:
                 score = UNPRICED + _rel(t, t_min)
-        out.append((c, score, on_front))
-    return sorted(out, key=lambda r: (not first(r[0]), r[1], r[0].cost_usd if r[0].cost_usd is not None else math.inf,
-                                      _time(r[0])))
-
+        out.append(score)
+    # adequate first, then by score, cost and time (a stable sort: equals keep the search's order)
+    keys = [(not a, score, price if price is not None else math.inf, t)
+            for a, score, price, t in zip(ok, out, costs, times)]
+    return [(cands[i], out[i], front[i]) for i in sorted(range(len(cands)), key=keys.__getitem__)]
 
 __all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank", "reference",
            "same_cost_usd"]
