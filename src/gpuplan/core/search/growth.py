@@ -40,16 +40,22 @@ def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usab
 
 def growth_rows(cand: Listed, config: Config, usable: int, shapes: Sequence[tuple[int, Sequence[Config]]],
                 model_scale: float, parameters: Callable[[float], int],
-                device_at: Callable[[Config, float], int]) -> list[GrowthRow]:
+                device_at: Callable[[Config, float], int],
+                fewest_of: dict[float, int | None] | None = None) -> list[GrowthRow]:
     """The candidate (run with `config`) at each of GROWTH_FACTORS x the planned model. `model_scale` is the
     project's growth.model_scale, `parameters(factor)` the grown model's parameters, `device_at(config, factor)`
-    the peak bytes per GPU of a layout with the model `factor` times the planned size."""
+    the peak bytes per GPU of a layout with the model `factor` times the planned size; `fewest_of`: min_gpus of
+    `shapes` by factor, kept for the candidates of the same GPU type (the same shapes and usable bytes)."""
     n = cand.gpus_per_server * cand.servers
     out = []
+    fewest_at = {} if fewest_of is None else fewest_of
     for f in GROWTH_FACTORS:
         dev = device_at(config, f)
         fits = dev <= usable
-        fewest = min_gpus(shapes, f, usable, device_at)
+        if f in fewest_at:
+            fewest = fewest_at[f]
+        else:
+            fewest = fewest_at[f] = min_gpus(shapes, f, usable, device_at)
         if fits:  # this layout holds it: the fewest GPUs are at most the candidate's own
             fewest = n if fewest is None else min(fewest, n)
         out.append(GrowthRow(gpu_id=cand.gpu_id, gpus_per_server=cand.gpus_per_server, servers=cand.servers,
@@ -67,15 +73,18 @@ def growth_view(ranked: Sequence[Pick], tried: dict[str, list[tuple[int, int]]],
     model's parameters and a layout's peak bytes per GPU with it."""
     growth: list[GrowthRow] = []
     lean: dict[tuple[int, int], list[Config]] = {}
+    #: each GPU type's shapes tried (GPU count, leanest layouts) and its min_gpus by factor
+    per_gpu: dict[str, tuple[list[tuple[int, list[Config]]], dict[float, int | None]]] = {}
     for k in ranked:
-        for ps, s in tried[k.gpu_id]:
-            if (ps, s) not in lean:
-                lean[(ps, s)] = leanest(configs_of(ps * s, ps))
-        shapes_tried = [(ps * s, lean[(ps, s)]) for ps, s in tried[k.gpu_id]]
+        hit = per_gpu.get(k.gpu_id)
+        if hit is None:
+            for ps, s in tried[k.gpu_id]:
+                if (ps, s) not in lean:
+                    lean[(ps, s)] = leanest(configs_of(ps * s, ps))
+            hit = per_gpu[k.gpu_id] = ([(ps * s, lean[(ps, s)]) for ps, s in tried[k.gpu_id]], {})
         usable = usable_of[k.gpu_id]
-        growth += growth_rows(k, k.config, usable, shapes_tried, model_scale, parameters,
-                              lambda c, f, u=usable: device_at(c, f, u))
+        growth += growth_rows(k, k.config, usable, hit[0], model_scale, parameters,
+                              lambda c, f, u=usable: device_at(c, f, u), hit[1])
     return growth
-
 
 __all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "growth_rows", "growth_view", "leanest", "min_gpus"]
