@@ -4,7 +4,7 @@ settings they depend on (regime, attention kernel, resolved batch and sequence).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from gpuplan.core.sizing.lora import attention_only
 from gpuplan.core.sizing.params import cnn_feature_elements
@@ -13,10 +13,9 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import LoraSpec, Workload
 
 
-class Resolved(BaseModel):
-    """Workload settings with the model's defaults filled in."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """Workload settings with the model's defaults filled in (a plain record: every estimate makes one)."""
 
     batch: int
     seq: int
