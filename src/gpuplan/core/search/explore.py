@@ -27,6 +27,7 @@ from gpuplan.core.search.shapes import (
     allowed_gpus,
     inference_configs,
     max_gpus_per_server,
+    slots_by_form,
     training_configs,
 )
 from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_usable
@@ -91,6 +92,7 @@ class _Search:
         self.headroom = memory_headroom(proj)
         self.rejected: list[Rejected] = []
         self.gpus = allowed_gpus(proj, inp.catalog, self.rejected)
+        self.slots = slots_by_form(inp.catalog)
         self.gbs = global_batch(proj)[0]
         sample_tokens = tokens_per_sample(arch, w)
         tokens = training_tokens(proj, sample_tokens)[0] if self.training else None
@@ -317,7 +319,7 @@ class _Search:
     # ------------------------------------------------------------------------------------------ one GPU type
     def explore(self, gpu: Gpu) -> None:
         cons = self.proj.constraints
-        max_ps = max_gpus_per_server(gpu, self.inp.catalog)
+        max_ps = max_gpus_per_server(gpu, self.inp.catalog, self.slots)
         if cons.max_gpus_per_server:
             max_ps = min(max_ps, cons.max_gpus_per_server)
         if max_ps == 0:

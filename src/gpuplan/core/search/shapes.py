@@ -179,16 +179,36 @@ def proxy(c: Config) -> tuple[bool, int, int, int]:
     return c.order
 
 
-def max_gpus_per_server(gpu: Gpu, catalog: Catalog) -> int:
-    best = 0
+#: a platform as max_gpus_per_server reads it: (most W per GPU, the GPU ids it is built for (None: any), the widest
+#: card in slots (None: any), GPU slots)
+SlotRow = tuple[int, frozenset[str] | None, float | None, int]
+
+
+def slots_by_form(catalog: Catalog) -> dict[str, list[SlotRow]]:
+    """The catalog's platforms by the GPU form factors they take (what max_gpus_per_server scans; a search makes it
+    once for all its GPU types)."""
+    out: dict[str, list[SlotRow]] = {}
     for pl in catalog.platforms.rows.values():
-        if gpu.form_factor not in pl.gpu_form_factors or gpu.tdp_w > pl.gpu_max_tdp_w:
+        row = (pl.gpu_max_tdp_w, frozenset(pl.compatible_gpu_ids) if pl.compatible_gpu_ids else None,
+               pl.gpu_max_slot_width, pl.gpu_slots)
+        for form in dict.fromkeys(pl.gpu_form_factors):
+            out.setdefault(form, []).append(row)
+    return out
+
+
+def max_gpus_per_server(gpu: Gpu, catalog: Catalog, by_form: dict[str, list[SlotRow]] | None = None) -> int:
+    """The most GPUs of this type any platform of the catalog holds (0: none takes it); `by_form`: the catalog's
+    slots_by_form, when the caller keeps it."""
+    best = 0
+    rows = (slots_by_form(catalog) if by_form is None else by_form).get(gpu.form_factor, ())
+    tdp, gid, width = gpu.tdp_w, gpu.id, gpu.slot_width
+    for max_tdp, ids, max_width, slots in rows:
+        if tdp > max_tdp or (ids is not None and gid not in ids):
             continue
-        if pl.compatible_gpu_ids and gpu.id not in pl.compatible_gpu_ids:
+        if width and max_width and width > max_width:
             continue
-        if gpu.slot_width and pl.gpu_max_slot_width and gpu.slot_width > pl.gpu_max_slot_width:
-            continue
-        best = max(best, pl.gpu_slots)
+        if slots > best:  # noqa: PLR1730 (max() is a call, for every platform)
+            best = slots
     return best
 
 
@@ -220,5 +240,5 @@ def allowed_gpus(project: Project, catalog: Catalog, rejected: list[Rejected]) -
     return out
 
 
-__all__ = ["PER_SERVER", "SERVER_COUNTS", "Config", "allowed_gpus", "inference_configs", "max_gpus_per_server",
-           "pow2_upto", "proxy", "training_configs"]
+__all__ = ["PER_SERVER", "SERVER_COUNTS", "Config", "SlotRow", "allowed_gpus", "inference_configs",
+           "max_gpus_per_server", "pow2_upto", "proxy", "slots_by_form", "training_configs"]
