@@ -260,9 +260,10 @@ class _Search:
         hkey = (n, ps if ps < 8 else 8, usable)  # noqa: FURB136
         if hkey not in self.heads:
             head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
-            # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed)
-            self.heads[hkey] = (head, list(islice((c for c in head if self.grown_device(c, 1.0, usable) <= usable),
-                                                  TIMED_PER_SHAPE)))
+            # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed);
+            # a training layout that does not grow is its own memory, which fits
+            self.heads[hkey] = (head, head[:TIMED_PER_SHAPE] if self.training and not self.grows else list(islice(
+                (c for c in head if self.grown_device(c, 1.0, usable) <= usable), TIMED_PER_SHAPE)))
         head, grown_ok = self.heads[hkey]
         if not grown_ok:
             g0 = min(self.grown_device(c, 1.0, usable) for c in head)
