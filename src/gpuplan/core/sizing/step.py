@@ -78,6 +78,7 @@ class StepWork:
         "tp_bytes",
         "tp_calls",
         "trainable",
+        "tuned",
         "w",
     )
 
@@ -160,6 +161,7 @@ def _gpu_free(work: StepWork, w: Workload, prm: SpeedParams) -> None:
     # backward, and two more to recompute)
     work.tp_bytes = work.r.batch * work.tok_sample * work.hidden * 2
     work.tp_calls = work.micro * work.layers * (6 if work.ckpt else 4)
+    work.tuned = w.stack != "eager"  # tuned stacks pipeline the all-reduces with the GEMMs around them
     work.model_per_token = work.tf.model_per_token
 
 
@@ -232,7 +234,8 @@ class GpuRates:
     each GPU): the generation's efficiencies, the dense peak, the memory bandwidth it reaches, the link bandwidths
     by collective group (memoised)."""
 
-    __slots__ = ("base_eff", "bw", "gen", "gpu", "half_tokens", "links", "node", "peak", "sm")
+    __slots__ = ("base_eff", "bw", "comm_keep", "gen", "goodput_hours", "goodput_long", "gpu", "half_tokens", "latency",
+                 "links", "node", "peak", "sm", "tp_keep")
 
     def __init__(self, gpu: Gpu, sm: SpeedModel, precision: str, tf32: bool) -> None:
         self.gpu, self.sm = gpu, sm
@@ -243,7 +246,14 @@ class GpuRates:
         self.links: dict[tuple[int, int], float] = {}
         #: matmul_efficiency's terms: the generation's efficiency at this precision, the half-efficiency tokens
         self.base_eff = _base_efficiency(self.gen, precision)
-        self.half_tokens = sm.params.matmul_half_tokens
+        prm = sm.params
+        self.half_tokens = prm.matmul_half_tokens
+        #: the speed model's constants step_time reads on every layout: the share of overlapped communication left
+        #: exposed (data parallel; tensor parallel on a tuned stack), a collective's hop latency, the goodput of
+        #: long runs and the hours from which it applies
+        self.comm_keep, self.tp_keep = 1 - prm.comm_overlap, 1 - prm.tp_comm_overlap
+        self.latency = prm.collective_latency_s
+        self.goodput_hours, self.goodput_long = prm.goodput_threshold_hours, prm.goodput_long_run
 
     def link(self, group: int, node: int) -> float:
         """link_gbs(gpu, sm, group, node)."""
@@ -257,9 +267,8 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
               gpus_per_node: int | None = None, virtual_stages: int = 1, rates: GpuRates | None = None) -> StepTime:
     """Time `work` on `gpu`: plain arithmetic, no result objects (estimate_training_speed builds those). `rates`:
     the GPU's, when the caller keeps them (for `work.w`'s precision)."""
-    prm = sm.params
-    w, pp, micro = work.w, work.pp, work.micro
-    r = rates if rates is not None else GpuRates(gpu, sm, w.precision, w.tf32)
+    pp, micro = work.pp, work.micro
+    r = rates if rates is not None else GpuRates(gpu, sm, work.w.precision, work.w.tf32)
     node = gpus_per_node or min(work.gpus, r.node)
     out = StepTime()
 
@@ -280,8 +289,8 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     t_act = 0.0
     if work.act_offload_bytes:  # saved activations go to the host behind forward and come back behind backward
         t_copy = work.act_offload_bytes / (host_link_gbs(gpu, sm) * GB)
-        t_act = (_exposed(t_copy, t_compute / 3, prm.offload_overlap)
-                 + _exposed(t_copy, t_compute * 2 / 3, prm.offload_overlap))
+        ov = sm.params.offload_overlap
+        t_act = _exposed(t_copy, t_compute / 3, ov) + _exposed(t_copy, t_compute * 2 / 3, ov)
     t_micro = t_compute + t_act
 
     # --- once per step ----------------------------------------------------------------------------------
@@ -292,9 +301,9 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     t_tp = 0.0
     if work.tp > 1:
         tp_bw = r.link(work.tp, node)
-        t_tp = work.tp_calls * _allreduce_s(work.tp_bytes, work.tp, tp_bw, prm.collective_latency_s)
-        if w.stack != "eager":  # tuned stacks pipeline the all-reduces with the GEMMs around them
-            t_tp *= 1 - prm.tp_comm_overlap
+        t_tp = work.tp_calls * _allreduce_s(work.tp_bytes, work.tp, tp_bw, r.latency)
+        if work.tuned:  # tuned stacks pipeline the all-reduces with the GEMMs around them
+            t_tp *= r.tp_keep
     bubble = (pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
     t_zero_off, t_cpu = _offload_s(work, gpu, sm, node, t_compute) if work.offloaded else (0.0, 0.0)
 
@@ -304,15 +313,15 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     out.t_comm, out.bubble, out.step, out.tokens_per_s = t_dp_exposed + t_tp, bubble, step, tokens_per_s
     out.t_offload, out.t_cpu_opt = micro * t_act + t_zero_off, t_cpu
     out.mfu = work.model_per_token * tokens_per_s / (work.gpus * peak)
-    out.steps = out.wall = out.gpu_hours = None
-    out.goodput = 1.0
-    if total_tokens is not None:
-        out.steps = max(math.ceil(total_tokens / work.step_tokens), 1)
-        compute_hours = out.steps * step / 3600
-        if compute_hours > prm.goodput_threshold_hours:
-            out.goodput = prm.goodput_long_run
-        out.wall = compute_hours / out.goodput
-        out.gpu_hours = out.wall * work.gpus
+    if total_tokens is None:
+        out.steps = out.wall = out.gpu_hours = None
+        out.goodput = 1.0
+        return out
+    steps = max(math.ceil(total_tokens / work.step_tokens), 1)
+    compute_hours = steps * step / 3600
+    goodput = r.goodput_long if compute_hours > r.goodput_hours else 1.0
+    wall = compute_hours / goodput
+    out.steps, out.goodput, out.wall, out.gpu_hours = steps, goodput, wall, wall * work.gpus
     return out
 
 
@@ -343,7 +352,7 @@ def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> f
     dp = work.dp
     if dp <= 1:
         return 0.0
-    keep = 1 - rates.sm.params.comm_overlap
+    keep = rates.comm_keep
     dp_bw = rates.link(work.gpus if work.gpus > node else dp, node) * GB
     frac, hops, phases = work.dp_phases
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
