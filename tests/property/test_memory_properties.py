@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.catalog.loader import load_activation_table, load_overheads
-from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory, resolve
+from gpuplan.core.sizing.memory import TrainingTerms, alloc_terms, estimate_memory, layout_device_bytes, resolve
 from gpuplan.core.sizing.levels import _levels
 from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.model import ModelArch
@@ -99,6 +99,10 @@ def test_the_search_fast_path_equals_the_phases_byte_for_byte(arch: ModelArch, w
     assert cached.device_bytes(batch, microbatches, OH) == want
     assert cached.phases(batch, microbatches) == alone.phases(batch, microbatches)
     assert cached.notes == alone.notes
+    # the search's path, with no terms object, from the same cache and from a fresh one
+    for cache in (shared, {}):
+        assert layout_device_bytes(arch, p, w, lay, gpus, TABLE, cache, [(batch, microbatches), (1, 1)],
+                                   alloc_terms(OH)) == [want, alone.device_bytes(1, 1, OH)]
 
 
 @settings(max_examples=100, deadline=None)

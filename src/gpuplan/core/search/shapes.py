@@ -4,8 +4,9 @@ each with its peak memory per GPU. Pure.
 
 Memory does not depend on the GPU type, only its capacity does, so each configuration is estimated once per GPU
 count and compared with every GPU. What does not change with the micro-batch (weights, optimizer states, the
-per-token activation coefficients) is computed once per layout (`TrainingTerms`); each micro-batch then costs a
-few multiplications, and no result objects are built.
+per-token activation coefficients) is computed once per layout and cached for the search (the parts TrainingTerms
+is made of); each micro-batch then costs a few multiplications (`layout_device_bytes`), and no result objects are
+built.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gpuplan.core.sizing.engine_memory import serving_start_bytes
-from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
+from gpuplan.core.sizing.memory import alloc_terms, estimate_memory, layout_device_bytes
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.estimate import ActivationTable, Overheads
@@ -114,13 +115,16 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
         shared = c[("workloads",)] = ({ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)},
                                       {})
     by_ckpt, copies = shared  # type: ignore[misc]
+    alloc = alloc_terms(oh)
+    cnn, decoder, heads = arch.kind == "cnn", arch.kind == "decoder", arch.num_heads
+    ckpts = (False, True) if not cnn else (False,)
     for tp in pow2_upto(min(per_server, 8)):
-        if arch.kind in ("cnn",) and tp > 1:
+        if cnn and tp > 1:
             continue
-        if tp > 1 and arch.num_heads % tp:
+        if tp > 1 and heads % tp:
             continue
         for pp in pow2_upto(min(8, n // tp)):
-            if pp > 1 and (layers < 2 * pp or arch.kind != "decoder"):
+            if pp > 1 and (layers < 2 * pp or not decoder):
                 continue
             if n % (tp * pp):
                 continue
@@ -134,14 +138,14 @@ def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_se
             steps = [(mbs, k) for mbs, k, _ in batches]
             for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
                 lay = _layout(zero, tp, pp)
-                for ckpt in ((False, True) if arch.kind != "cnn" else (False,)):
+                for ckpt in ckpts:
                     key = (n, tp, pp, zero, ckpt)
                     group = made.get(key)
                     if group is None:
-                        terms = TrainingTerms(arch, p, by_ckpt[ckpt], lay, n, table, c)
+                        sizes = layout_device_bytes(arch, p, by_ckpt[ckpt], lay, n, table, c, steps, alloc)
                         mp = tp * pp  # proxy's order, made here once for the group
                         group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, (ckpt, mp, zero, -mbs), copies)
-                                             for (mbs, _, g), dev in zip(batches, terms.device_bytes_of(steps, oh))]
+                                             for (mbs, _, g), dev in zip(batches, sizes)]
                     out += group
     return out
 

@@ -24,7 +24,13 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
 from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
 from gpuplan.core.sizing.states import adafactor_state_elements
-from gpuplan.core.sizing.training_memory import PHASES, TrainingTerms, estimate_training
+from gpuplan.core.sizing.training_memory import (
+    PHASES,
+    TrainingTerms,
+    alloc_terms,
+    estimate_training,
+    layout_device_bytes,
+)
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -56,10 +62,12 @@ __all__ = [
     "TrainingTerms",
     "activation_key",
     "adafactor_state_elements",
+    "alloc_terms",
     "estimate_inference",
     "estimate_memory",
     "estimate_training",
     "kv_cache_bytes",
+    "layout_device_bytes",
     "load_peak_bytes",
     "memory_out",
     "regime_of",

@@ -4,9 +4,13 @@ pipeline parallel degrees, ZeRO stage and CPU offload (`shard_states`). Pure."""
 
 from __future__ import annotations
 
+import math
+
+from gpuplan.core.sizing.levels import ALLOC_BLOCK
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.stack import QloraImpl, head_of, qlora_impl
+from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 
@@ -130,4 +134,49 @@ def adafactor_state_elements(arch: ModelArch, p: ParamCount, trainable: int | No
     return layers * per_layer + (arch.vocab_size + arch.hidden_size) * 2 + max(vectors, 0)
 
 
-__all__ = ["States", "adafactor_state_elements", "shard_states", "trainable_adapters", "unsharded_states"]
+DDP_BUCKETS_NOTE = Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
+                        "buckets beside the gradients: one more gradient-sized buffer")
+
+
+def layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int, base: States,
+                   ) -> tuple[States, float, float, float, list[Note], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """What a layout's memory is made of whatever the recomputation: (the model states per GPU, the fixed
+    temporaries (FSDP's gathered blocks, DDP's buckets), one layer's and the head's weight gradients, their notes,
+    and, rounded as `_round` rounds them, the weights and optimizer states plus each phase's gradients, with one
+    micro-batch per step and with several)."""
+    notes: list[Note] = []
+    st = shard_states(base, w, lay, dp)
+    n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
+    zero3_work = 0.0
+    if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
+        zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
+    ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
+    if ddp_buckets:
+        notes.append(DDP_BUCKETS_NOTE)
+    if st["paged"]:
+        notes.append(Note(code="paged-optimizer", message=f"paged 8-bit AdamW keeps its states "
+                          f"({st['paged'] / 2**30:.1f} GiB per GPU) in CUDA unified memory, outside the peak: on the "
+                          "GPU while there is room, paged to host memory (and slower) when there is not"))
+    layer_grad = st["gradients"] / n_layers
+    head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
+    if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
+        head_grad = st["gradients"] * arch.vocab_size * arch.hidden_size / st["trainable"]
+    if w.optimizer_in_backward:  # gradients are stepped and freed one parameter at a time
+        layer_grad, head_grad = 0.0, min(head_grad, st["gradients"])
+    b, ceil = ALLOC_BLOCK, math.ceil
+    fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
+    G, A, lg, hg = st["gradients"], st["accumulated"], layer_grad, head_grad
+    # phase_parts' gradients with one micro-batch per step, and with gradient accumulation, each with the weights
+    # and optimizer states (integers: exact in any order)
+    g_less, g_all = fixed + ceil((G - lg) / b) * b, fixed + ceil(G / b) * b
+    one = (fixed, fixed, fixed + ceil(max(0.0, hg) / b) * b, g_less, g_all)
+    if A == G:  # what accumulation keeps is the gradients (the optimizer does not step in backward)
+        acc = (g_all, g_all, fixed + ceil(max(A, hg) / b) * b, g_less, g_all)
+    else:
+        a = fixed + ceil(A / b) * b
+        acc = (a, a, fixed + ceil(max(A, hg) / b) * b, fixed + ceil((A - lg) / b) * b, a)
+    return st, zero3_work + ddp_buckets, layer_grad, head_grad, notes, (one, acc)
+
+
+__all__ = ["DDP_BUCKETS_NOTE", "States", "adafactor_state_elements", "layout_states", "shard_states",
+           "trainable_adapters", "unsharded_states"]

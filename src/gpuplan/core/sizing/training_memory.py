@@ -25,7 +25,7 @@ from gpuplan.core.sizing.head_memory import _head_bytes, _head_terms
 from gpuplan.core.sizing.levels import ALLOC_BLOCK, _finish, _reserve_and_device, _round
 from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
 from gpuplan.core.sizing.stack import QloraImpl, fused_activation_saving, load_peak_bytes, qlora_impl, qlora_terms
-from gpuplan.core.sizing.states import States, shard_states, trainable_adapters, unsharded_states
+from gpuplan.core.sizing.states import States, layout_states, trainable_adapters, unsharded_states
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
@@ -51,10 +51,6 @@ def _groups(arch: ModelArch, w: Workload, r: Resolved, tp: int,
                                                 _fit_max_seq(arch, w, True))
         groups.append((layers, seq, kept, full))
     return groups, notes
-
-
-DDP_BUCKETS_NOTE = Note(code="ddp-buckets", message="DDP (gradient_as_bucket_view=False) keeps its gradient "
-                        "buckets beside the gradients: one more gradient-sized buffer")
 
 
 class TrainingTerms:
@@ -84,10 +80,10 @@ class TrainingTerms:
         "layer_grad",
         "notes",
         "offload",
+        "parts",
         "per_seq",
         "pp",
         "retained",
-        "rounded",
         "seq",
         "static",
         "trainable",
@@ -99,47 +95,19 @@ class TrainingTerms:
         """`cache`: a dict shared by the terms of one model and workload (the search's; workloads that differ in
         gradient checkpointing alone may share it), which keeps the parts that depend on neither the GPU count nor
         the ZeRO stage (model states before sharding, per-token activations, the head's terms) and those of each
-        layout that do not depend on recomputation (`_layout_states`); `qlora`: the 4-bit implementation when not
+        layout that do not depend on recomputation (`layout_states`); `qlora`: the 4-bit implementation when not
         `w.framework`'s (stack.qlora_impl)."""
-        c: dict[object, object] = {} if cache is None else cache  # type: ignore[assignment]
-        mkey = ("model", qlora)  # the model's states before any layout divides them
-        model = c.get(mkey)
-        if model is None:
-            model = c[mkey] = (resolve(arch, w), unsharded_states(arch, p, w, trainable_adapters(arch, w), qlora))
-        r, base = model  # type: ignore[misc]
-        self.lay, self.gpus = lay, gpus
-        tp, pp = lay.tp, lay.pp
-        self.pp = pp
-        dp = self.dp = max(gpus // (tp * pp), 1)
-        # the layout's states depend on the model-parallel product, the ZeRO stage and the offload, on dp where
-        # ZeRO shards by it (else only on whether DDP keeps buckets) and on tp where ZeRO-3 gathers a block
-        zero = lay.zero
-        lkey = ("layout", qlora, zero, tp * pp, lay.offload, dp if zero else dp > 1, tp if zero >= 3 else 0)
-        states = c.get(lkey)
-        if states is None:  # what does not depend on recomputation, shared by the layout's two choices
-            states = c[lkey] = _layout_states(arch, p, w, lay, dp, base)
-        st, self.fixed_other, self.layer_grad, self.head_grad, state_notes, rounded = states  # type: ignore[misc]
+        states, per_tp, amp, dp = _parts(arch, p, w, lay, gpus, table, {} if cache is None else cache, qlora)
+        self.parts = (states, per_tp, amp)  # as the cache keeps them (`layout_device_bytes` reads the same)
+        self.lay, self.gpus, self.pp, self.dp = lay, gpus, lay.pp, dp
+        st, self.fixed_other, self.layer_grad, self.head_grad, state_notes, _ = states  # type: ignore[misc]
         self.static = st
-        ckpt = self.ckpt = w.gradient_checkpointing
-        tkey = ("per_tp", tp, ckpt, qlora)  # what depends on the tensor-parallel degree and recomputation alone
-        per_tp = c.get(tkey)
-        if per_tp is None:
-            per_tp = c[tkey] = _per_tp(arch, p, w, r, tp, table, qlora)
+        self.ckpt = w.gradient_checkpointing
         (self.cnn, self.seq, self.cnn_per_sample, self.cnn_layers, self.groups, group_notes, self.head, self.offload,
          self.compiled, self.retained, self.dequant, self.per_seq) = per_tp  # type: ignore[misc]
-        akey = ("amp", ckpt, tp * pp * (dp if lay.zero >= 3 else 1))  # what _amp_casts divides by
-        amp = c.get(akey)
-        if amp is None:
-            amp = c[akey] = _amp_casts(arch, p, w, lay, dp)
         self.amp_casts, self.amp_casts_bwd = amp  # type: ignore[misc]
         self.trainable = st["trainable"]
         self.notes = group_notes + state_notes
-        # what `device_bytes` rounds once (each as `_round`, written out): each phase's weights, optimizer states
-        # and gradients (one micro-batch per step, or several), then the phases' temporaries that do not grow with
-        # the micro-batch
-        b, ceil, fo, dq = ALLOC_BLOCK, math.ceil, self.fixed_other, self.dequant
-        self.rounded = (*rounded, (ceil((self.amp_casts_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b,
-                                   ceil((st["optimizer_temp"] + fo) / b) * b))
 
     def phase_parts(self, batch: int, microbatches: int) -> tuple[tuple[float, float, float], ...]:
         """(gradients, activations, other) bytes at each moment of PHASES (weights and optimizer states are
@@ -187,45 +155,9 @@ class TrainingTerms:
         """`device_bytes` of each (micro-batch, micro-batches per step): the arithmetic of `phase_parts` and
         `_levels`, with the parts that do not grow with the micro-batch rounded once (`rounded`) and the terms read
         once for all. The search's hot path: keep it equal to `phase_parts` term by term."""
-        saved, one, hs, hf, hb, emb, kept = self.per_seq
-        with_one, with_acc, (o3, o4, o5) = self.rounded
-        b, ceil = ALLOC_BLOCK, math.ceil
-        pp, cnn, cnn_layers, ckpt = self.pp, self.cnn, self.cnn_layers, self.ckpt
-        amp, amp_bwd, fo, dq = self.amp_casts, self.amp_casts_bwd, self.fixed_other, self.dequant
-        # _reserve_and_device, written out: the allocator's reserve and the CUDA context with the communicators
-        frac, rnd = oh.allocator_fraction_training, oh.allocator_rounding_bytes
-        cublas, lay = oh.cublas_workspace_bytes, self.lay
-        base = oh.cuda_context_bytes + ((1 if self.gpus > 1 else 0) + (1 if lay.tp > 1 else 0)
-                                        + (1 if lay.pp > 1 else 0)) * oh.nccl_bytes_per_communicator
-        out = []
-        for batch, microbatches in batches:
-            f0, f1, f2, f3, f4 = with_one if microbatches == 1 else with_acc
-            # 1F1B: the first stage holds pp micro-batches (a factor of 1.0 without stages: the same product)
-            saved_layer = batch * saved if pp == 1 else batch * (min(pp, microbatches) / pp) * saved
-            one_layer = saved_layer / cnn_layers if cnn else batch * one
-            head_saved, embed = batch * hs, batch * emb
-            activations = saved_layer + head_saved + embed + batch * kept
-            a12 = ceil(activations / b) * b
-            a3 = ceil((activations - head_saved + (one_layer if ckpt else 0.0)) / b) * b
-            a4 = ceil((embed + one_layer) / b) * b
-            o1 = ceil((amp + batch * hf + fo + dq) / b) * b
-            o2 = ceil((amp_bwd + batch * hb + fo + dq) / b) * b
-            # the first phase with the largest total, as max() picks it (PHASES' order, written out)
-            top, churn = f0 + a12 + o1, a12 + o1
-            total = f1 + a12 + o2
-            if total > top:
-                top, churn = total, a12 + o2
-            total = f2 + a3 + o3
-            if total > top:
-                top, churn = total, a3 + o3
-            total = f3 + a4 + o4
-            if total > top:
-                top, churn = total, a4 + o4
-            total = f4 + o5
-            if total > top:
-                top, churn = total, o5
-            out.append(int(ceil((top + frac * churn + cublas) / rnd) * rnd) + base)
-        return out
+        states, per_tp, amp = self.parts
+        return _device_bytes(states, per_tp, amp, self.lay.tp, self.pp, self.gpus, self.ckpt, batches,  # type: ignore[arg-type]
+                             alloc_terms(oh))
 
     def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:
         """What `estimate_training(...).load_device_bytes` is (loading the checkpoint; no micro-batch in it): the
@@ -285,46 +217,6 @@ def _per_sequence(arch: ModelArch, cnn: bool, cnn_per_sample: tuple[float, float
     return saved, one, head_saved, head_fwd, head_bwd, embed, seq * retained
 
 
-def _layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int, base: States,
-                   ) -> tuple[States, float, float, float, list[Note], tuple[tuple[int, ...], tuple[int, ...]]]:
-    """What a layout's memory is made of whatever the recomputation: (the model states per GPU, the fixed
-    temporaries (FSDP's gathered blocks, DDP's buckets), one layer's and the head's weight gradients, their notes,
-    and, rounded as `_round` rounds them, the weights and optimizer states plus each phase's gradients, with one
-    micro-batch per step and with several)."""
-    notes: list[Note] = []
-    st = shard_states(base, w, lay, dp)
-    n_layers = max(arch.num_layers + arch.num_decoder_layers, 1)
-    zero3_work = 0.0
-    if lay.zero >= 3 and dp > 1:  # FSDP all-gathers one block (and prefetches the next)
-        zero3_work = 2 * p.blocks / n_layers * 2 / lay.tp
-    ddp_buckets = st["gradients"] if (lay.zero == 0 and dp > 1) else 0.0
-    if ddp_buckets:
-        notes.append(DDP_BUCKETS_NOTE)
-    if st["paged"]:
-        notes.append(Note(code="paged-optimizer", message=f"paged 8-bit AdamW keeps its states "
-                          f"({st['paged'] / 2**30:.1f} GiB per GPU) in CUDA unified memory, outside the peak: on the "
-                          "GPU while there is room, paged to host memory (and slower) when there is not"))
-    layer_grad = st["gradients"] / n_layers
-    head_grad = 0.0  # the LM head's weight gradient, the first one backward produces
-    if w.task not in ("lora", "qlora") and arch.kind == "decoder" and st["trainable"]:
-        head_grad = st["gradients"] * arch.vocab_size * arch.hidden_size / st["trainable"]
-    if w.optimizer_in_backward:  # gradients are stepped and freed one parameter at a time
-        layer_grad, head_grad = 0.0, min(head_grad, st["gradients"])
-    b, ceil = ALLOC_BLOCK, math.ceil
-    fixed = ceil(st["weights"] / b) * b + ceil(st["optimizer"] / b) * b
-    G, A, lg, hg = st["gradients"], st["accumulated"], layer_grad, head_grad
-    # phase_parts' gradients with one micro-batch per step, and with gradient accumulation, each with the weights
-    # and optimizer states (integers: exact in any order)
-    g_less, g_all = fixed + ceil((G - lg) / b) * b, fixed + ceil(G / b) * b
-    one = (fixed, fixed, fixed + ceil(max(0.0, hg) / b) * b, g_less, g_all)
-    if A == G:  # what accumulation keeps is the gradients (the optimizer does not step in backward)
-        acc = (g_all, g_all, fixed + ceil(max(A, hg) / b) * b, g_less, g_all)
-    else:
-        a = fixed + ceil(A / b) * b
-        acc = (a, a, fixed + ceil(max(A, hg) / b) * b, fixed + ceil((A - lg) / b) * b, a)
-    return st, zero3_work + ddp_buckets, layer_grad, head_grad, notes, (one, acc)
-
-
 def _amp_casts(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: int) -> tuple[float, float]:
     """Autocast's 16-bit copies of fp32 weights (forward, backward): they live from their first use in forward until
     backward frees them; with checkpointing, backward only holds the head's copy and the recomputed layer's."""
@@ -366,4 +258,102 @@ def _microbatches(w: Workload, r: Resolved, dp: int) -> int:
         return max(w.global_batch_size // (r.batch * dp), 1)
     return 1
 
+
+def _model(arch: ModelArch, p: ParamCount, w: Workload, c: dict[object, object],
+           qlora: QloraImpl | None) -> tuple[Resolved, States]:
+    """The model's states before any layout divides them, and the resolved workload (from the cache `c`)."""
+    mkey = ("model", qlora)
+    model = c.get(mkey)
+    if model is None:
+        model = c[mkey] = (resolve(arch, w), unsharded_states(arch, p, w, trainable_adapters(arch, w), qlora))
+    return model  # type: ignore[return-value]
+
+
+def _parts(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, table: ActivationTable,
+           c: dict[object, object], qlora: QloraImpl | None) -> tuple[tuple[object, ...], tuple[object, ...],
+                                                                     tuple[float, float], int]:
+    """A layout's terms as TrainingTerms' cache `c` keeps them: (`layout_states`, `_per_tp`, `_amp_casts`, dp)."""
+    tp, pp, zero = lay.tp, lay.pp, lay.zero
+    dp = max(gpus // (tp * pp), 1)
+    # the layout's states depend on the model-parallel product, the ZeRO stage and the offload, on dp where ZeRO
+    # shards by it (else only on whether DDP keeps buckets) and on tp where ZeRO-3 gathers a block
+    lkey = ("layout", qlora, zero, tp * pp, lay.offload, dp if zero else dp > 1, tp if zero >= 3 else 0)
+    states = c.get(lkey)
+    if states is None:  # what does not depend on recomputation, shared by the layout's two choices
+        states = c[lkey] = layout_states(arch, p, w, lay, dp, _model(arch, p, w, c, qlora)[1])
+    ckpt = w.gradient_checkpointing
+    tkey = ("per_tp", tp, ckpt, qlora)  # what depends on the tensor-parallel degree and recomputation alone
+    per_tp = c.get(tkey)
+    if per_tp is None:
+        per_tp = c[tkey] = _per_tp(arch, p, w, _model(arch, p, w, c, qlora)[0], tp, table, qlora)
+    akey = ("amp", ckpt, tp * pp * (dp if zero >= 3 else 1))  # what _amp_casts divides by
+    amp = c.get(akey)
+    if amp is None:
+        amp = c[akey] = _amp_casts(arch, p, w, lay, dp)
+    return states, per_tp, amp, dp  # type: ignore[return-value]
+
+
+def alloc_terms(oh: Overheads) -> tuple[float, int, int, int, int]:
+    """What a step's device bytes take of the overheads (a search reads them once): the allocator's reserve fraction
+    and rounding, cuBLAS's workspace, the CUDA context, one NCCL communicator."""
+    return (oh.allocator_fraction_training, oh.allocator_rounding_bytes, oh.cublas_workspace_bytes,
+            oh.cuda_context_bytes, oh.nccl_bytes_per_communicator)
+
+
+def layout_device_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, table: ActivationTable,
+                        cache: dict[tuple[object, ...], object], batches: Iterable[tuple[int, int]],
+                        alloc: tuple[float, int, int, int, int], qlora: QloraImpl | None = None) -> list[int]:
+    """`TrainingTerms(arch, p, w, lay, gpus, table, cache, qlora).device_bytes_of(batches, oh)` with no terms
+    object made, from the same cached parts: the search's memory of each layout it makes (`alloc`: `alloc_terms(oh)`,
+    read once for the search)."""
+    states, per_tp, amp, _ = _parts(arch, p, w, lay, gpus, table, cache, qlora)  # type: ignore[arg-type]
+    return _device_bytes(states, per_tp, amp, lay.tp, lay.pp, gpus, w.gradient_checkpointing, batches, alloc)
+
+
+def _device_bytes(states: tuple[object, ...], per_tp: tuple[object, ...], amp: tuple[float, float], tp: int, pp: int,
+                  gpus: int, ckpt: bool, batches: Iterable[tuple[int, int]],
+                  alloc: tuple[float, int, int, int, int]) -> list[int]:
+    """`device_bytes` of each (micro-batch, micro-batches per step) on a layout's parts (`_parts`): the arithmetic
+    of `phase_parts` and `_levels`, with the parts that do not grow with the micro-batch rounded once and the terms
+    read once for all. The search's hot path: keep it equal to `phase_parts` term by term."""
+    st, fo, _, _, _, (with_one, with_acc) = states  # type: ignore[misc]
+    cnn, cnn_layers, dq = per_tp[0], per_tp[3], per_tp[10]
+    saved, one, hs, hf, hb, emb, kept = per_tp[11]  # type: ignore[misc]
+    amp_fwd, amp_bwd = amp
+    b, ceil = ALLOC_BLOCK, math.ceil
+    # what does not grow with the micro-batch: the phases' temporaries, each rounded as `_round` rounds it
+    o3, o4 = ceil((amp_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b  # type: ignore[operator]
+    o5 = ceil((st["optimizer_temp"] + fo) / b) * b  # type: ignore[index]
+    # _reserve_and_device, written out: the allocator's reserve and the CUDA context with the communicators
+    frac, rnd, cublas, context, nccl = alloc
+    base = context + ((1 if gpus > 1 else 0) + (1 if tp > 1 else 0) + (1 if pp > 1 else 0)) * nccl
+    out = []
+    for batch, microbatches in batches:
+        f0, f1, f2, f3, f4 = with_one if microbatches == 1 else with_acc
+        # 1F1B: the first stage holds pp micro-batches (a factor of 1.0 without stages: the same product)
+        saved_layer = batch * saved if pp == 1 else batch * (min(pp, microbatches) / pp) * saved
+        one_layer = saved_layer / cnn_layers if cnn else batch * one
+        head_saved, embed = batch * hs, batch * emb
+        activations = saved_layer + head_saved + embed + batch * kept
+        a12 = ceil(activations / b) * b
+        a3 = ceil((activations - head_saved + (one_layer if ckpt else 0.0)) / b) * b
+        a4 = ceil((embed + one_layer) / b) * b
+        o1 = ceil((amp_fwd + batch * hf + fo + dq) / b) * b
+        o2 = ceil((amp_bwd + batch * hb + fo + dq) / b) * b
+        # the first phase with the largest total, as max() picks it (PHASES' order, written out)
+        top, churn = f0 + a12 + o1, a12 + o1
+        total = f1 + a12 + o2
+        if total > top:
+            top, churn = total, a12 + o2
+        total = f2 + a3 + o3
+        if total > top:
+            top, churn = total, a3 + o3
+        total = f3 + a4 + o4
+        if total > top:
+            top, churn = total, a4 + o4
+        total = f4 + o5
+        if total > top:
+            top, churn = total, o5
+        out.append(int(ceil((top + frac * churn + cublas) / rnd) * rnd) + base)
+    return out
 
