@@ -7,6 +7,7 @@ that produces it. They run on the built-in catalog, so a catalog change that mov
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import load_speed_model
 from gpuplan.catalog.server_rules import load_server_rules, parse_server_rules
-from gpuplan.core.server.builder import build_server
+from gpuplan.core.server.builder import build_server, server_price
+from gpuplan.core.server.common import Needs
 from gpuplan.errors import CatalogError
 from gpuplan.schema.plan import ServerNeeds
 from gpuplan.units import GIB
@@ -301,3 +303,21 @@ def test_rule_without_source_is_refused():
     text = _toml(replace=('id = "btu_h_per_w"\nvalue = 3.412\nsource = ', 'id = "btu_h_per_w"\nvalue = 3.412\nsrc = '))
     with pytest.raises(CatalogError, match="missing source"):
         parse_server_rules(text)
+
+
+def test_the_search_record_is_server_needs_field_for_field():
+    """The search prices servers with core.server.common.Needs, a plain record of ServerNeeds: it must keep its
+    fields in order with their defaults, and the same figures must build the same server and price."""
+    assert [(f.name, f.default) for f in dataclasses.fields(Needs)] == [
+        (name, dataclasses.MISSING if f.is_required() else f.default) for name, f in ServerNeeds.model_fields.items()]
+    cases = [{"gpu_id": "h100-sxm-80gb", "gpus_per_server": 8, "servers": 4, "multi_node": True,
+              "tensor_parallel": 8, "data_read_bytes_per_s": 2e9},
+             {"gpu_id": "rtx-4090-24gb", "gpus_per_server": 2},
+             {"gpu_id": "l40s-48gb", "gpus_per_server": 4, "serving": True, "purpose": "production",
+              "offload_bytes": 3e11}]
+    for kw in cases:
+        validated = needs(**kw)
+        record = Needs(**validated.model_dump())
+        assert build_server(record, CATALOG, RULES) == build_server(validated, CATALOG, RULES)
+        assert server_price(record, CATALOG, RULES) == server_price(validated, CATALOG, RULES)
+        assert server_price(record, CATALOG, RULES)[0]

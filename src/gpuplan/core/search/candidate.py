@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
+from gpuplan.core.server.common import Needs
 from gpuplan.core.sizing.engine_memory import admitted_memory, engine_cap, serving_start_bytes
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
@@ -25,7 +26,6 @@ from gpuplan.schema.plan import (
     CandidateLayout,
     Evidence,
     Rejected,
-    ServerNeeds,
     ServerSpec,
 )
 from gpuplan.schema.project import Project
@@ -49,7 +49,7 @@ class Context:
     build_server: Callable[..., tuple[ServerSpec | None, str | None]]
     #: core.server.server_price over the catalog: whether that server is built, its price, why not (what the
     #: search compares)
-    server_price: Callable[[ServerNeeds], tuple[bool, float | None, str | None]]
+    server_price: Callable[[Needs], tuple[bool, float | None, str | None]]
     usd_to_budget: float
     rent_per_gpu_hour: dict[str, float]
     checkpoints_kept: int
@@ -101,7 +101,7 @@ class Pick:
     cap: int
     usable: int
     #: what the server is built for (`materialize` builds its full spec)
-    needs: ServerNeeds
+    needs: Needs
     price_usd: float | None
     rent_usd: float | None
     cost_usd: float | None
@@ -134,10 +134,9 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     training = ctx.training
     weights_b, ckpt_b = ctx.weights_bytes, ctx.checkpoint_bytes
     read_rate = (step.tokens_per_s / servers) * ctx.bytes_per_token if training and step is not None else 0.0
-    needs = ServerNeeds(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, modality=proj.data.modality,
-                        purpose=proj.goals.purpose, dataset_bytes=ctx.dataset_bytes, checkpoint_bytes=ckpt_b,
-                        weights_bytes=weights_b, offload_bytes=0.0, data_read_bytes_per_s=read_rate,
-                        tensor_parallel=c.layout.tp, multi_node=servers > 1 and training, serving=not training)
+    # the figures as ServerNeeds would validate them (its byte counts are floats)
+    needs = Needs(gpu.id, ps, servers, proj.data.modality, proj.goals.purpose, ctx.dataset_bytes, float(ckpt_b),
+                  float(weights_b), 0.0, read_rate, c.layout.tp, servers > 1 and training, not training)
     built, server_usd, why = ctx.server_price(needs)  # why it fails is written in either pass
     if not built:
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")

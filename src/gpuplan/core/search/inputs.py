@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpuplan.core.search.candidate import Pick
+from gpuplan.core.server.common import Needs
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.estimate import ActivationTable, Note, Overheads
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanStats, Rejected, ServerNeeds, ServerSpec
+from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanStats, Rejected, ServerSpec
 from gpuplan.schema.project import Project
 from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import SpeedModel
@@ -29,7 +30,7 @@ class SearchInputs:
     #: builds the server around a candidate: (spec or None, reason); `reasons=False`: the figures alone
     build_server: Callable[..., tuple[ServerSpec | None, str | None]]
     #: what the search compares of that server: (built, price USD or None, reason when not built)
-    server_price: Callable[[ServerNeeds], tuple[bool, float | None, str | None]]
+    server_price: Callable[[Needs], tuple[bool, float | None, str | None]]
     #: USD -> the budget's currency, and that currency
     usd_to_budget: float = 1.0
     currency: str = "USD"

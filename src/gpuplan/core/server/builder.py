@@ -51,6 +51,7 @@ from gpuplan.schema.plan import ServerNeeds, ServerSpec
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:
+    from gpuplan.core.server.common import Needs
     from gpuplan.schema.catalog import Catalog
     from gpuplan.schema.hardware import Gpu
     from gpuplan.schema.rules import ServerRules
@@ -165,7 +166,7 @@ def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
     return out
 
 
-def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, *,
+def build_server(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, *,
                  reasons: bool = True) -> tuple[ServerSpec | None, str | None]:
     """A balanced server for `needs`, or None and a one-line reason. With `reasons` False the spec has the same
     figures and empty `reasons` and `warnings` (the same needs build the full spec)."""
@@ -173,7 +174,7 @@ def build_server(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, *,
     return built, why  # type: ignore[return-value]
 
 
-def server_price(needs: ServerNeeds, catalog: Catalog, rules: ServerRules) -> tuple[bool, float | None, str | None]:
+def server_price(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules) -> tuple[bool, float | None, str | None]:
     """What the search compares of `build_server(needs)`: whether a server is built, its price (USD, None: no
     price) and why not; the same choices, with no spec made and no line written."""
     built, why = _decide(needs, catalog, rules, False, False)
@@ -182,7 +183,7 @@ def server_price(needs: ServerNeeds, catalog: Catalog, rules: ServerRules) -> tu
     return True, built[0], None  # type: ignore[index]
 
 
-def _decide(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, reasons: bool,
+def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, reasons: bool,
             spec: bool) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """build_server's choice of platform: the spec (`spec`), else the (price,) of the server it builds."""
     g = catalog.gpus.rows.get(needs.gpu_id)
@@ -213,7 +214,7 @@ def _decide(needs: ServerNeeds, catalog: Catalog, rules: ServerRules, reasons: b
     return None, reason or first_hard
 
 
-def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules, pos: tuple[int, int],
+def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRules, pos: tuple[int, int],
               skipped: list[str], text: bool = True,
               spec: bool = True) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """The server on platform p, and None; or, with what falls short, the spec (soft) or None (hard). With

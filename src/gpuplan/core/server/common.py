@@ -1,5 +1,5 @@
-"""What the server builder's modules share: the build under way (reasons, warnings, the first soft shortfall)
-and the small text helpers of its reason lines. Pure."""
+"""What the server builder's modules share: what a server must carry as the search states it (`Needs`), the build
+under way (reasons, warnings, the first soft shortfall) and the small text helpers of its reason lines. Pure."""
 
 from __future__ import annotations
 
@@ -8,6 +8,29 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpuplan.schema.hardware import Gpu
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """`ServerNeeds` (schema/plan.py) as the search states it for every server it prices: the same fields, in the
+    same order, with the same defaults, as a plain record. The search makes one per server shape it keeps, and
+    the builder reads some twenty of its fields per server: a pydantic model's validation and attribute reads were
+    a few per cent of the search. The builder takes either (tests/unit/test_server_builder.py holds the two to the
+    same fields and the same servers)."""
+
+    gpu_id: str
+    gpus_per_server: int
+    servers: int
+    modality: str
+    purpose: str
+    dataset_bytes: float
+    checkpoint_bytes: float
+    weights_bytes: float
+    offload_bytes: float = 0.0
+    data_read_bytes_per_s: float = 0.0
+    tensor_parallel: int = 1
+    multi_node: bool = False
+    serving: bool = False
 
 
 @dataclass(slots=True)

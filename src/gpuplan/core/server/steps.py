@@ -14,6 +14,7 @@ from gpuplan.core.server.parts import Shelf, choose_ram
 from gpuplan.units import GIB, TB, fmt_disk, fmt_usd
 
 if TYPE_CHECKING:
+    from gpuplan.core.server.common import Needs
     from gpuplan.schema.hardware import Gpu
     from gpuplan.schema.plan import ServerNeeds
     from gpuplan.schema.rules import ServerRules
@@ -25,7 +26,7 @@ def _size(n_bytes: float) -> str:
     return fmt_disk(n_bytes, gb_decimals=0)
 
 
-def platform_line(p: Platform, g: Gpu, needs: ServerNeeds, pos: tuple[int, int], skipped: list[str],
+def platform_line(p: Platform, g: Gpu, needs: ServerNeeds | Needs, pos: tuple[int, int], skipped: list[str],
                   b: Build) -> None:
     """Why this platform: its place among those that take the GPUs, and the ones passed over before it."""
     prefer = "towers" if needs.purpose == "experiment" else "rackmount"
@@ -38,7 +39,7 @@ def platform_line(p: Platform, g: Gpu, needs: ServerNeeds, pos: tuple[int, int],
     b.reasons.append(text)
 
 
-def cpu_step(shelf: Shelf, p: Platform, needs: ServerNeeds, rules: ServerRules, b: Build) -> Cpu:
+def cpu_step(shelf: Shelf, p: Platform, needs: ServerNeeds | Needs, rules: ServerRules, b: Build) -> Cpu:
     """The CPU (of those the platform takes: not none) for the cores the GPUs' data pipeline needs."""
     n, s = needs.gpus_per_server, p.cpu_sockets
     per_gpu = rules.cpu_cores_per_gpu[needs.modality]
@@ -60,7 +61,7 @@ def cpu_step(shelf: Shelf, p: Platform, needs: ServerNeeds, rules: ServerRules, 
     return cpu
 
 
-def ram_step(shelf: Shelf, p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, rules: ServerRules,
+def ram_step(shelf: Shelf, p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds | Needs, rules: ServerRules,
              b: Build) -> tuple[int, int] | str:
     """(RAM GB, DIMMs), in GB as sold (binary: a 64 GB DIMM and an 80 GB GPU hold 64 and 80 GiB); or why the
     platform cannot hold the offload and page cache (a hard shortfall)."""
@@ -101,7 +102,7 @@ def ram_step(shelf: Shelf, p: Platform, g: Gpu, cpu: Cpu, needs: ServerNeeds, ru
     return ram_gb, dimms
 
 
-def nvme_step(shelf: Shelf, p: Platform, needs: ServerNeeds, rules: ServerRules,
+def nvme_step(shelf: Shelf, p: Platform, needs: ServerNeeds | Needs, rules: ServerRules,
               b: Build) -> tuple[Drive, int, int, float]:
     """(drive, count, bytes, GB/s striped) for the dataset, the kept checkpoints and scratch."""
     n = needs.gpus_per_server
@@ -136,7 +137,7 @@ def nvme_step(shelf: Shelf, p: Platform, needs: ServerNeeds, rules: ServerRules,
     return drive, k, storage_b, read_gbs
 
 
-def network_step(shelf: Shelf, p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules,
+def network_step(shelf: Shelf, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRules,
                  b: Build) -> tuple[Nic | None, int]:
     """(NIC, count): one RDMA NIC per GPU plus storage for a cluster, one storage NIC otherwise, none in a lone
     tower."""
@@ -263,7 +264,7 @@ def rack_step(p: Platform, b: Build) -> None:
                      "Rack space: a tower, no rack units")
 
 
-def links_step(g: Gpu, needs: ServerNeeds, b: Build) -> None:
+def links_step(g: Gpu, needs: ServerNeeds | Needs, b: Build) -> None:
     """Whether tensor parallelism stays inside the GPUs' NVLink (or other) domain."""
     tp, link = needs.tensor_parallel, g.interconnect
     if tp <= 1:
@@ -292,7 +293,7 @@ def unknowns_step(p: Platform, nics: int, b: Build) -> None:
         b.warnings.append(f"{p.id}: {', '.join(unknown)} not in the catalog; check them with the vendor")
 
 
-def price_step(p: Platform, g: Gpu, needs: ServerNeeds, rules: ServerRules, b: Build) -> float | None:
+def price_step(p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRules, b: Build) -> float | None:
     """The server's price: the platform's with its GPUs, a system price, or GPUs x the overhead factor."""
     n = needs.gpus_per_server
     basis, price = _base_price(p, g, n, rules)
