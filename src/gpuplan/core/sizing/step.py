@@ -280,11 +280,13 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
     t_matmul = work.mm_dense / pe + work.mm_attn / (pe * work.af)
     bw = r.bw
     t_elem = work.elem_bytes / bw
-    t_elem = max(t_elem - work.logit_bytes / bw, 0.0)  # a chunked or fused loss never writes the fp32 logits
+    if work.logit_bytes:  # a chunked or fused loss never writes the fp32 logits
+        t_elem = max(t_elem - work.logit_bytes / bw, 0.0)
     t_launch = work.launch_s
     t_dequant = work.dequant_bytes / bw  # 0 but for QLoRA
     f = work.factor
-    t_matmul, t_elem, t_launch, t_dequant = t_matmul * f, t_elem * f, t_launch * f, t_dequant * f
+    if f != 1.0:  # the eager stack's factor (a tuned stack's 1.0 would change no bit)
+        t_matmul, t_elem, t_launch, t_dequant = t_matmul * f, t_elem * f, t_launch * f, t_dequant * f
     t_compute = t_matmul + t_elem + t_launch + t_dequant
     t_act = 0.0
     if work.act_offload_bytes:  # saved activations go to the host behind forward and come back behind backward
@@ -353,15 +355,16 @@ def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> f
     if dp <= 1:
         return 0.0
     keep = rates.comm_keep
-    dp_bw = rates.link(work.gpus if work.gpus > node else dp, node) * GB
+    group = work.gpus if work.gpus > node else dp
+    dp_bw = rates.links.get((group, node)) or rates.link(group, node)  # the memo read inline: once per layout
+    dp_bw *= GB
     frac, hops, phases = work.dp_phases
-    windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     total = 0.0
     for volume, window, times in phases:
         t = frac * volume / dp_bw + hops
         # what does not fit in the window is exposed, and overlapping never hides all of it (contention):
         # rates._exposed, written out
-        win = windows[window]
+        win = t_micro if window == 0 else (t_micro * 2 / 3 if window == 1 else t_micro / 3)
         late = t - win
         total += times * ((0.0 if late < 0.0 else late) + keep * (win if win < t else t))  # noqa: FURB136 (calls)
     return total
