@@ -20,7 +20,7 @@ from gpuplan.core.sizing.memory import saved_bytes_per_sample
 from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.rates import GB, _exposed
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, matmul_efficiency
-from gpuplan.core.sizing.step import GpuRates, StepWork, _dp_exposed, step_time
+from gpuplan.core.sizing.step import GpuRates, StepTime, StepWork, _dp_exposed, step_time
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -244,6 +244,25 @@ def test_step_time_s_matmul_efficiency_is_matmul_efficiency(data: st.DataObject,
     work = StepWork(arch, p, w, lay, n, SM, TABLE, p.total)
     st_ = step_time(work, gpu, SM, rates=GpuRates(gpu, SM, w.precision, w.tf32))
     assert st_.eff == matmul_efficiency(SM.generations[gpu.generation], SM, w.precision, work.mm_tokens)
+
+
+@FEW
+@given(st.data(), all_archs, gpus, layouts())
+def test_works_sharing_a_cache_time_as_works_built_alone(data: st.DataObject, arch: ModelArch, gpu: Gpu,
+                                                         layout: tuple[Layout, int]) -> None:
+    """The search's works share one cache across layouts, micro-batches and recomputation choices (what no layout,
+    batch or recomputation changes is read once): each must time as a work built alone, to the last bit."""
+    w = data.draw(training_workloads(arch))
+    lay, n = layout
+    p = _params(arch)
+    shared: dict[object, object] = {}
+    # warmed by a work that differs in every choice the cache spans: a key missing one of them shows
+    other = w.model_copy(update={"micro_batch_size": w.micro_batch_size * 2, "global_batch_size": None,
+                                 "gradient_checkpointing": not w.gradient_checkpointing})
+    StepWork(arch, p, other, Layout(tp=lay.tp), lay.tp, SM, TABLE, p.total, shared)
+    cached = step_time(StepWork(arch, p, w, lay, n, SM, TABLE, p.total, shared), gpu, SM, total_tokens=1e10)
+    alone = step_time(StepWork(arch, p, w, lay, n, SM, TABLE, p.total), gpu, SM, total_tokens=1e10)
+    assert [getattr(cached, k) for k in StepTime.__slots__] == [getattr(alone, k) for k in StepTime.__slots__]
 
 
 @FEW

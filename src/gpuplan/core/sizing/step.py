@@ -93,13 +93,16 @@ class StepWork:
         if r is None:
             r = c[rkey] = resolve(arch, w)
         self.r = r  # type: ignore[assignment]
-        prm = sm.params
+        k = c.get("terms")  # what no layout, batch or recomputation choice changes
+        if k is None:
+            k = c["terms"] = _workload_terms(arch, p, w, sm)
+        (frozen, eager, cnn, fp8, n_layers, kernels_per_layer, kernels_per_lora, lora_linears, dequant, master_bytes,
+         opt_per_param, unfused, opt_launches, lm_chunked, logit_passes, offload_acts, unpacked, fill, in_backward,
+         af, elem_passes, launch, factor, eager_step, tuned) = k  # type: ignore[misc]
         self.w, self.lay, self.gpus = w, lay, gpus
         tp, pp = self.tp, self.pp = lay.tp, lay.pp
         dp = self.dp = max(gpus // (tp * pp), 1)
-        frozen = w.task in ("lora", "qlora")
         ckpt = self.ckpt = w.gradient_checkpointing
-        eager = w.attention == "eager"
         if "fwd" not in c:
             c["fwd"] = forward_flops(arch, p, r.seq, target=r.target, eager=eager, image_size=r.seq)
         fwd = self.fwd = c["fwd"]  # type: ignore[assignment]
@@ -112,75 +115,88 @@ class StepWork:
         self.step_tokens = global_samples * tok_sample
         mb_tokens = self.mb_tokens = r.batch * tok_sample
         # a CNN's convolutions run over its feature maps: count 14 x 14 positions per image as its "tokens"
-        self.mm_tokens = mb_tokens if arch.kind != "cnn" else r.batch * 196
+        self.mm_tokens = mb_tokens if not cnn else r.batch * 196
         self.attn_share = fwd.attention_forward / fwd.forward if fwd.forward else 0.0
         self.hw_flops = tf.hardware_per_token * mb_tokens / (tp * pp)
         if ("saved", tp) not in c:
             c[("saved", tp)] = saved_bytes_per_sample(arch, w, table, tp)
-        self.saved = c[("saved", tp)] * r.batch / pp  # type: ignore[operator]
-        self.fp8 = precision_class(w.precision) == "fp8"
-        layers = self.layers = (arch.num_layers + arch.num_decoder_layers) / pp
-        if "lora_linears" not in c:
-            c["lora_linears"], c["param_tensors"] = _lora_linears(arch, w), _param_tensors(arch)
-        lora_linears: int = c["lora_linears"]  # type: ignore[assignment]
-        self.kernels = layers * prm.kernels_per_layer + lora_linears / pp * prm.kernels_per_lora_linear
+        saved = self.saved = c[("saved", tp)] * r.batch / pp  # type: ignore[operator]
+        self.fp8 = fp8
+        layers = self.layers = n_layers / pp
+        self.kernels = layers * kernels_per_layer + lora_linears / pp * kernels_per_lora
         self.dequant_bytes = 0.0
-        if w.task == "qlora":
+        if dequant is not None:  # QLoRA: (the base's linear weights, bytes read per parameter dequantised)
             passes = 3 if ckpt else 2
-            self.dequant_bytes = passes * p.block_linear_weights / (tp * pp) * prm.qlora_dequant_bytes_per_param
-        master_bytes = 2 if w.precision == "bf16" else 4
+            self.dequant_bytes = passes * dequant[0] / (tp * pp) * dequant[1]
         shard = tp * pp * (dp if lay.zero >= 1 else 1)
-        per_param = prm.optimizer_bytes_per_param
-        opt_bytes = per_param.get(w.optimizer, per_param["adamw"]) * master_bytes / 4 * trainable / shard
-        if w.optimizer_implementation != "fused":
-            opt_bytes *= prm.optimizer_unfused_traffic
-        self.opt_bytes = opt_bytes
-        self.opt_launches = (c["param_tensors"] * prm.optimizer_kernels_per_tensor * prm.kernel_launch_s  # type: ignore[operator]
-                             if w.optimizer_implementation == "for-loop" else 0.0)
+        opt_bytes = opt_per_param * master_bytes / 4 * trainable / shard
+        if unfused is not None:
+            opt_bytes *= unfused
+        self.opt_bytes, self.opt_launches = opt_bytes, opt_launches
         self.trainable, self.total_params, self.hidden = trainable, p.total, arch.hidden_size
-        _stack_work(self, arch, w, prm)
-        _gpu_free(self, w, prm)
+        # the stack features' work: fp32-logit bytes a chunked loss saves, activation bytes offloaded per
+        # micro-batch, the real share of padded tokens, optimizer steps per step
+        self.logit_bytes = (logit_passes * mb_tokens * arch.vocab_size / tp * 4 / pp if lm_chunked else 0.0)
+        self.act_offload_bytes = 0.0
+        if offload_acts:  # with recomputation only each layer's input is saved (and offloaded)
+            ckpt_saved = layers * mb_tokens * arch.hidden_size * 2 / tp
+            self.act_offload_bytes = ckpt_saved if ckpt else saved
+        # unpacked batches of several samples are padded to their longest: only part of the computed tokens are real
+        self.fill = fill if unpacked and r.batch > 1 else 1.0
+        self.step_tokens *= self.fill
+        # the optimizer step in backward cannot accumulate gradients: it steps on every micro-batch
+        self.opt_steps = micro if in_backward else 1
+        _gpu_free(self, sm, af, elem_passes, launch, factor, eager_step, tuned)
 
 
-def _gpu_free(work: StepWork, w: Workload, prm: SpeedParams) -> None:
+def _gpu_free(work: StepWork, sm: SpeedModel, af: float, elem_passes: float, launch: float, factor: float,
+              eager_step: float, tuned: bool) -> None:
     """The parts of `step_time`'s arithmetic no GPU figure enters, computed once (in step_time's order, so that
     the times are the same to the last bit): the matmul FLOPs outside and inside attention, the elementwise bytes,
-    the launch time, the stack's factor and the optimizer step's."""
-    eager = w.attention == "eager" and prm.eager_attention_factor
-    work.af = prm.eager_attention_factor if eager else prm.attention_factor
-    work.mm_dense = work.hw_flops * (1 - work.attn_share)
-    work.mm_attn = work.hw_flops * work.attn_share
-    fp8_casts = prm.fp8_cast_passes if work.fp8 else 0.0
-    work.elem_bytes = (prm.elementwise_passes + fp8_casts) * work.saved * (4 / 3 if work.ckpt else 1.0)
-    work.launch_s = work.kernels * prm.kernel_launch_s * (4 / 3 if work.ckpt else 1.0)
-    work.factor = _stack_factor(w, prm)
-    work.opt_factor = (prm.eager_step_factor if w.stack == "eager" else 1.0) * work.opt_steps
-    work.dp_phases = _dp_phases(work, prm) if work.dp > 1 else (0.0, 0.0, ())
+    the launch time, the stack's factor and the optimizer step's, the data- and tensor-parallel traffic."""
+    ckpt, hw_flops, attn_share = work.ckpt, work.hw_flops, work.attn_share
+    work.af = af
+    work.mm_dense = hw_flops * (1 - attn_share)
+    work.mm_attn = hw_flops * attn_share
+    work.elem_bytes = elem_passes * work.saved * (4 / 3 if ckpt else 1.0)
+    work.launch_s = work.kernels * launch * (4 / 3 if ckpt else 1.0)
+    work.factor = factor
+    work.opt_factor = eager_step * work.opt_steps
+    work.dp_phases = _dp_phases(work, sm.params) if work.dp > 1 else (0.0, 0.0, ())
     work.offloaded = work.lay.offload != "none"
     # tensor parallel: the bytes of one all-reduce, and how many per step (two per layer in forward, two in
     # backward, and two more to recompute)
     work.tp_bytes = work.r.batch * work.tok_sample * work.hidden * 2
-    work.tp_calls = work.micro * work.layers * (6 if work.ckpt else 4)
-    work.tuned = w.stack != "eager"  # tuned stacks pipeline the all-reduces with the GEMMs around them
+    work.tp_calls = work.micro * work.layers * (6 if ckpt else 4)
+    work.tuned = tuned  # tuned stacks pipeline the all-reduces with the GEMMs around them
     work.model_per_token = work.tf.model_per_token
 
 
-def _stack_work(work: StepWork, arch: ModelArch, w: Workload, prm: SpeedParams) -> None:
-    """The stack features' work: fp32-logit bytes a chunked loss saves, activation bytes offloaded per micro-batch,
-    the real share of padded tokens, optimizer steps per step."""
+def _workload_terms(arch: ModelArch, p: ParamCount, w: Workload, sm: SpeedModel) -> tuple[object, ...]:
+    """What StepWork reads of the model, the workload and the speed model that no layout, micro-batch or
+    recomputation choice changes, read once for the works that share a cache (in StepWork's order of use)."""
+    prm = sm.params
+    per_param = prm.optimizer_bytes_per_param
+    kernel_s = prm.kernel_launch_s
     lm_head = arch.kind in ("decoder", "encoder-decoder") and w.task != "inference"
-    work.logit_bytes = (prm.logits_fp32_passes * work.mb_tokens * arch.vocab_size / work.tp * 4 / work.pp
-                        if lm_head and w.loss == "chunked" else 0.0)
-    work.act_offload_bytes = 0.0
-    if w.activation_offload:  # with recomputation only each layer's input is saved (and offloaded)
-        ckpt_saved = work.layers * work.mb_tokens * arch.hidden_size * 2 / work.tp
-        work.act_offload_bytes = ckpt_saved if work.ckpt else work.saved
-    # unpacked batches of several samples are padded to their longest: only part of the computed tokens are real
-    unpacked = w.packing is False and w.task in ("full-finetune", "lora", "qlora") and work.r.batch > 1
-    work.fill = prm.unpacked_token_fill if unpacked else 1.0
-    work.step_tokens *= work.fill
-    # the optimizer step in backward cannot accumulate gradients: it steps on every micro-batch
-    work.opt_steps = work.micro if w.optimizer_in_backward else 1
+    fp8 = precision_class(w.precision) == "fp8"
+    eager_attention = w.attention == "eager" and prm.eager_attention_factor
+    return (
+        w.task in ("lora", "qlora"), w.attention == "eager", arch.kind == "cnn", fp8,
+        arch.num_layers + arch.num_decoder_layers, prm.kernels_per_layer, prm.kernels_per_lora_linear,
+        _lora_linears(arch, w),
+        (p.block_linear_weights, prm.qlora_dequant_bytes_per_param) if w.task == "qlora" else None,
+        2 if w.precision == "bf16" else 4, per_param.get(w.optimizer, per_param["adamw"]),
+        prm.optimizer_unfused_traffic if w.optimizer_implementation != "fused" else None,
+        (_param_tensors(arch) * prm.optimizer_kernels_per_tensor * kernel_s
+         if w.optimizer_implementation == "for-loop" else 0.0),
+        lm_head and w.loss == "chunked", prm.logits_fp32_passes, bool(w.activation_offload),
+        w.packing is False and w.task in ("full-finetune", "lora", "qlora"), prm.unpacked_token_fill,
+        bool(w.optimizer_in_backward),
+        prm.eager_attention_factor if eager_attention else prm.attention_factor,
+        prm.elementwise_passes + (prm.fp8_cast_passes if fp8 else 0.0), kernel_s, _stack_factor(w, prm),
+        prm.eager_step_factor if w.stack == "eager" else 1.0, w.stack != "eager",
+    )
 
 
 def _offload_s(work: StepWork, gpu: Gpu, sm: SpeedModel, node: int, t_micro: float) -> tuple[float, float]:
