@@ -7,14 +7,13 @@ The built-in catalog's figure is the median over `--rounds` passes over all the 
 per pass: a shared machine slows down for stretches of several seconds, which a pass that runs one example
 after another puts on one row alone.
 
-Run: python benchmarks/search_latency.py [--markdown] [--repeat 5] [--rounds 3] [--large-repeat 1]
+Run: python benchmarks/search_latency.py [--markdown] [--repeat 5] [--rounds 3] [--large-repeat 1 (0: built-in alone)]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 from gpuplan.api import PLAN_TOP, plan
 from gpuplan.catalog.hardware import Catalog, Origin, Table, builtin_catalog
@@ -75,10 +74,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="runs per example and pass on the built-in catalog")
     ap.add_argument("--rounds", type=int, default=3, help="passes over the examples on the built-in catalog (the "
                     "figure is the median of all their runs)")
-    ap.add_argument("--large-repeat", type=int, default=1, help="runs per example on the 10x and 100x catalogs")
+    ap.add_argument("--large-repeat", type=int, default=1, help="runs per example on the 10x and 100x catalogs "
+                    "(0: the built-in catalog alone)")
     a = ap.parse_args()
-    cats = {"built-in": (builtin_catalog(), a.repeat), "10x": (synthetic(10), a.large_repeat),
-            "100x": (synthetic(100), a.large_repeat)}
+    if a.repeat < 1 or a.rounds < 1 or a.large_repeat < 0:
+        ap.error("--repeat and --rounds take 1 or more; --large-repeat 0 (no synthetic catalogs) or more")
+    cats = {"built-in": (builtin_catalog(), a.repeat)}
+    if a.large_repeat:
+        cats |= {"10x": (synthetic(10), a.large_repeat), "100x": (synthetic(100), a.large_repeat)}
     plan(example_path(example_names()[0]))  # warm the caches (data files, presets)
     builtin: dict[str, tuple[list[float], int, str]] = {}
     for _ in range(a.rounds):  # the built-in catalog, in passes over all the examples
@@ -102,15 +105,16 @@ def main() -> None:
             r += [f"{ev:,}", f"{sec * 1e3:,.1f}", f"{ev / sec:,.0f}", f"{sec / ev * 1e6:,.1f}"]
             if label == "built-in":
                 rates.append(ev / sec)
-        (s10, e10), (s100, e100) = secs["10x"], secs["100x"]
-        if e10 and e100:
-            growth.append((s100 / s10, e100 / e10))
-            r += [f"{s100 / s10:,.1f}x / {e100 / e10:,.1f}x"]
-        else:
-            r += ["-"]
+        if a.large_repeat:
+            (s10, e10), (s100, e100) = secs["10x"], secs["100x"]
+            if e10 and e100:
+                growth.append((s100 / s10, e100 / e10))
+                r += [f"{s100 / s10:,.1f}x / {e100 / e10:,.1f}x"]
+            else:
+                r += ["-"]
         rows.append(r)
     head = ["example"] + [f"{lab} {h}" for lab in cats for h in ("configs", "ms", "configs/s", "us/config")] + \
-        ["100x vs 10x: time / configs"]
+        (["100x vs 10x: time / configs"] if a.large_repeat else [])
     if a.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
@@ -122,8 +126,9 @@ def main() -> None:
         for r in rows:
             print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)))
     print(f"\nmedian over the examples, built-in catalog: {statistics.median(rates):,.0f} configurations per second")
-    print("time from the 10x to the 100x catalog, per configuration counted: "
-          + ", ".join(f"{t / c:.2f}" for t, c in growth) + " (1.00 = linear)")
+    if growth:
+        print("time from the 10x to the 100x catalog, per configuration counted: "
+              + ", ".join(f"{t / c:.2f}" for t, c in growth) + " (1.00 = linear)")
 
 
 if __name__ == "__main__":

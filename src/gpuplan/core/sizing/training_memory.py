@@ -354,6 +354,6 @@ def _device_bytes(states: tuple[object, ...], per_tp: tuple[object, ...], amp: t
         total = f4 + o5
         if total > top:
             top, churn = total, o5
-        out.append(int(ceil((top + frac * churn + cublas) / rnd) * rnd) + base)
+        out.append(ceil((top + frac * churn + cublas) / rnd) * rnd + base)  # ceil and the rounding are ints
     return out
 
