@@ -134,7 +134,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     training = ctx.training
     weights_b, ckpt_b = ctx.weights_bytes, ctx.checkpoint_bytes
     read_rate = (step.tokens_per_s / servers) * ctx.bytes_per_token if training and step is not None else 0.0
-    # the figures as ServerNeeds would validate them (its byte counts are floats)
+    # ServerNeeds' fields in its order (a test holds Needs to it), as it would validate them: bytes as floats
     needs = Needs(gpu.id, ps, servers, proj.data.modality, proj.goals.purpose, ctx.dataset_bytes, float(ckpt_b),
                   float(weights_b), 0.0, read_rate, c.layout.tp, servers > 1 and training, not training)
     built, server_usd, why = ctx.server_price(needs)  # why it fails is written in either pass

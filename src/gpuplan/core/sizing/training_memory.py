@@ -152,9 +152,8 @@ class TrainingTerms:
         return self.device_bytes_of(((batch, microbatches),), oh)[0]
 
     def device_bytes_of(self, batches: Iterable[tuple[int, int]], oh: Overheads) -> list[int]:
-        """`device_bytes` of each (micro-batch, micro-batches per step): the arithmetic of `phase_parts` and
-        `_levels`, with the parts that do not grow with the micro-batch rounded once (`rounded`) and the terms read
-        once for all. The search's hot path: keep it equal to `phase_parts` term by term."""
+        """`device_bytes` of each (micro-batch, micro-batches per step): `_device_bytes` on this layout's parts,
+        the search's arithmetic (`layout_device_bytes` is the same without a terms object)."""
         states, per_tp, amp = self.parts
         return _device_bytes(states, per_tp, amp, self.lay.tp, self.pp, self.gpus, self.ckpt, batches,  # type: ignore[arg-type]
                              alloc_terms(oh))
