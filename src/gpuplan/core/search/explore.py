@@ -44,10 +44,9 @@ from gpuplan.core.sizing.project import (
 from gpuplan.core.sizing.speed import (
     StepWork,
     estimate_inference_speed,
-    step_time,
     tokens_per_sample,
 )
-from gpuplan.core.sizing.step import GpuRates, StepTime
+from gpuplan.core.sizing.step import GpuRates, StepTime, timed
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
@@ -223,7 +222,7 @@ class _Search:
             if work is None:
                 work = works[id(c)] = StepWork(self.arch, self.p, c.workload, c.layout, c.n, sm, inp.table,
                                                self.ctx.trainable, self.work_cache)
-            st = step_time(work, gpu, sm, total_tokens=total, gpus_per_node=ps, rates=rates)
+            st = timed(work, rates, total, ps)  # step_time, by position
             metric = st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600
             if best is None or metric < best[0]:
                 best = (metric, c, work, st)

@@ -283,9 +283,15 @@ def step_time(work: StepWork, gpu: Gpu, sm: SpeedModel, *, total_tokens: float |
               gpus_per_node: int | None = None, virtual_stages: int = 1, rates: GpuRates | None = None) -> StepTime:
     """Time `work` on `gpu`: plain arithmetic, no result objects (estimate_training_speed builds those). `rates`:
     the GPU's, when the caller keeps them (for `work.w`'s precision)."""
-    pp, micro = work.pp, work.micro
     r = rates if rates is not None else GpuRates(gpu, sm, work.w.precision, work.w.tf32)
-    node = gpus_per_node or min(work.gpus, r.node)
+    return timed(work, r, total_tokens, gpus_per_node or min(work.gpus, r.node), virtual_stages)
+
+
+def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, virtual_stages: int = 1) -> StepTime:
+    """`step_time` of `work` on `r`'s GPU in nodes of `node` GPUs, its arguments by position (the search times
+    every layout it keeps through this)."""
+    gpu, sm = r.gpu, r.sm
+    pp, micro = work.pp, work.micro
     out = StepTime()
 
     # --- one micro-batch on one GPU --------------------------------------------------------------------
@@ -386,4 +392,4 @@ def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> f
     return total
 
 
-__all__ = ["GpuRates", "StepTime", "StepWork", "step_time"]
+__all__ = ["GpuRates", "StepTime", "StepWork", "step_time", "timed"]
