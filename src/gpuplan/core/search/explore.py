@@ -123,7 +123,6 @@ class _Search:
         self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
         self.grown_w: dict[bool, Workload] = {}  # the grown workload, with and without recomputation
         self.grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, self.p_grown)}
-        self.work: dict[int, StepWork] = {}
         self.work_cache: dict[object, object] = {}  # what every StepWork of this search shares
         self.rates: dict[str, GpuRates] = {}  # each GPU's, for the workload's precision
         self.evaluated = self.timed = 0
@@ -212,16 +211,16 @@ class _Search:
         billion tokens without a token count; the layout, its work and step time); the first of equals."""
         self.timed += len(cs)
         inp = self.inp
-        sm, works, total = inp.speed, self.work, self.ctx.total_tokens
+        sm, total = inp.speed, self.ctx.total_tokens
         rates = self.rates.get(gpu.id)
         if rates is None:
             rates = self.rates[gpu.id] = GpuRates(gpu, sm, self.w.precision, self.w.tf32)
         best: tuple[float, Config, StepWork, StepTime] | None = None
         for c in cs:
-            work = works.get(id(c))
+            work = c.work  # made once, when the layout is first timed
             if work is None:
-                work = works[id(c)] = StepWork(self.arch, self.p, c.workload, c.layout, c.n, sm, inp.table,
-                                               self.ctx.trainable, self.work_cache)
+                work = c.work = StepWork(self.arch, self.p, c.workload, c.layout, c.n, sm, inp.table,
+                                         self.ctx.trainable, self.work_cache)
             st = timed(work, rates, total, ps)  # step_time, by position
             metric = st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600
             if best is None or metric < best[0]:

@@ -15,6 +15,7 @@ import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuplan.core.sizing.engine_memory import serving_start_bytes
 from gpuplan.core.sizing.memory import alloc_terms, estimate_memory, layout_device_bytes
@@ -26,6 +27,9 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Rejected
 from gpuplan.schema.project import Layout, Project, Workload
 from gpuplan.schema.serving import EngineDefaults
+
+if TYPE_CHECKING:
+    from gpuplan.core.sizing.step import StepWork
 
 SERVER_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 PER_SERVER = (1, 2, 4, 8)
@@ -50,6 +54,8 @@ class Config:
     #: global batch), which is all a training configuration changes of `base` (many share one)
     copies: dict[tuple[bool, int, int], Workload] | None = field(default=None, repr=False)
     _workload: Workload | None = field(default=None, repr=False)
+    #: training: the step's work, once the search times the configuration (core/sizing/step.StepWork)
+    work: StepWork | None = field(default=None, repr=False)
 
     @property
     def training(self) -> bool:
