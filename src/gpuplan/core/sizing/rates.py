@@ -4,9 +4,11 @@ collective times, calibration spans. Pure functions over the GPU row and data/sp
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from gpuplan.core.sizing.lora import block_linears
 from gpuplan.core.sizing.memory import resolve
+from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -125,6 +127,66 @@ def _lora_linears(arch: ModelArch, w: Workload) -> int:
     return total
 
 
+class WorkloadTerms(NamedTuple):
+    """What StepWork reads of the model, the workload and the speed model that no layout, micro-batch or
+    recomputation choice changes (`workload_terms`), read once for the works that share a cache."""
+
+    frozen: bool  # LoRA/QLoRA: the base does not train
+    eager: bool  # eager attention
+    cnn: bool
+    fp8: bool
+    layers: int  # encoder and decoder layers
+    kernels_per_layer: float
+    kernels_per_lora: float  # per LoRA linear
+    lora_linears: int
+    #: QLoRA: (the base's linear weights, bytes read per parameter dequantised); None otherwise
+    dequant: tuple[int, float] | None
+    master_bytes: int  # of an optimizer's master weight
+    opt_per_param: float  # optimizer bytes per parameter
+    unfused: float | None  # an unfused optimizer's traffic factor (None: fused)
+    opt_launches: float  # a for-loop optimizer's launch seconds per step
+    lm_chunked: bool  # an LM head with a chunked loss
+    logit_passes: float  # fp32-logit passes a chunked loss saves
+    offload_acts: bool  # activation offloading
+    unpacked: bool  # unpacked fine-tuning batches (padded to their longest)
+    fill: float  # the real share of an unpacked batch's tokens
+    in_backward: bool  # the optimizer steps in backward
+    af: float  # the attention kernel's factor
+    elem_passes: float  # elementwise passes, with fp8's casts
+    launch: float  # seconds per kernel launch
+    factor: float  # the stack's factor on a step
+    eager_step: float  # the eager stack's factor on the optimizer step
+    tuned: bool  # a tuned stack (all-reduces overlap their GEMMs)
+
+
+def workload_terms(arch: ModelArch, p: ParamCount, w: Workload, sm: SpeedModel) -> WorkloadTerms:
+    """The `WorkloadTerms` of `w` on `arch` (what core/sizing/step.StepWork reads of them)."""
+    prm = sm.params
+    per_param = prm.optimizer_bytes_per_param
+    kernel_s = prm.kernel_launch_s
+    lm_head = arch.kind in ("decoder", "encoder-decoder") and w.task != "inference"
+    fp8 = precision_class(w.precision) == "fp8"
+    eager_attention = w.attention == "eager" and prm.eager_attention_factor
+    return WorkloadTerms(
+        frozen=w.task in ("lora", "qlora"), eager=w.attention == "eager", cnn=arch.kind == "cnn", fp8=fp8,
+        layers=arch.num_layers + arch.num_decoder_layers, kernels_per_layer=prm.kernels_per_layer,
+        kernels_per_lora=prm.kernels_per_lora_linear, lora_linears=_lora_linears(arch, w),
+        dequant=(p.block_linear_weights, prm.qlora_dequant_bytes_per_param) if w.task == "qlora" else None,
+        master_bytes=2 if w.precision == "bf16" else 4, opt_per_param=per_param.get(w.optimizer, per_param["adamw"]),
+        unfused=prm.optimizer_unfused_traffic if w.optimizer_implementation != "fused" else None,
+        opt_launches=(_param_tensors(arch) * prm.optimizer_kernels_per_tensor * kernel_s
+                      if w.optimizer_implementation == "for-loop" else 0.0),
+        lm_chunked=lm_head and w.loss == "chunked", logit_passes=prm.logits_fp32_passes,
+        offload_acts=bool(w.activation_offload),
+        unpacked=w.packing is False and w.task in ("full-finetune", "lora", "qlora"), fill=prm.unpacked_token_fill,
+        in_backward=bool(w.optimizer_in_backward),
+        af=prm.eager_attention_factor if eager_attention else prm.attention_factor,
+        elem_passes=prm.elementwise_passes + (prm.fp8_cast_passes if fp8 else 0.0), launch=kernel_s,
+        factor=_stack_factor(w, prm), eager_step=prm.eager_step_factor if w.stack == "eager" else 1.0,
+        tuned=w.stack != "eager",
+    )
+
+
 def _calibration_notes(gen: GenerationEfficiency) -> list[Note]:
     if gen.basis != "prior":
         return []
@@ -140,4 +202,5 @@ def tokens_per_sample(arch: ModelArch, w: Workload) -> int:
     return 1 if arch.kind == "cnn" else r.seq
 
 
-__all__ = ["GB", "host_link_gbs", "link_gbs", "matmul_efficiency", "peak_flops", "precision_class", "tokens_per_sample"]
+__all__ = ["GB", "WorkloadTerms", "host_link_gbs", "link_gbs", "matmul_efficiency", "peak_flops", "precision_class",
+           "tokens_per_sample", "workload_terms"]

@@ -11,17 +11,15 @@ from gpuplan.core.sizing.memory import resolve, saved_bytes_per_sample
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
     GB,
+    WorkloadTerms,
     _allreduce_s,
     _base_efficiency,
     _exposed,
-    _lora_linears,
     _node_gpus,
-    _param_tensors,
-    _stack_factor,
     host_link_gbs,
     link_gbs,
     peak_flops,
-    precision_class,
+    workload_terms,
 )
 from gpuplan.schema.estimate import ActivationTable
 from gpuplan.schema.hardware import Gpu
@@ -93,21 +91,18 @@ class StepWork:
         if r is None:
             r = c[rkey] = resolve(arch, w)
         self.r = r  # type: ignore[assignment]
-        k = c.get("terms")  # what no layout, batch or recomputation choice changes
+        k: WorkloadTerms | None = c.get("terms")  # type: ignore[assignment]  # what no layout or batch changes
         if k is None:
-            k = c["terms"] = _workload_terms(arch, p, w, sm)
-        (frozen, eager, cnn, fp8, n_layers, kernels_per_layer, kernels_per_lora, lora_linears, dequant, master_bytes,
-         opt_per_param, unfused, opt_launches, lm_chunked, logit_passes, offload_acts, unpacked, fill, in_backward,
-         af, elem_passes, launch, factor, eager_step, tuned) = k  # type: ignore[misc]
+            k = c["terms"] = workload_terms(arch, p, w, sm)
         self.w, self.lay, self.gpus = w, lay, gpus
         tp, pp = self.tp, self.pp = lay.tp, lay.pp
         dp = self.dp = max(gpus // (tp * pp), 1)
         ckpt = self.ckpt = w.gradient_checkpointing
         if "fwd" not in c:
-            c["fwd"] = forward_flops(arch, p, r.seq, target=r.target, eager=eager, image_size=r.seq)
+            c["fwd"] = forward_flops(arch, p, r.seq, target=r.target, eager=k.eager, image_size=r.seq)
         fwd = self.fwd = c["fwd"]  # type: ignore[assignment]
         if ("tf", ckpt) not in c:
-            c[("tf", ckpt)] = training_flops(fwd, frozen_base=frozen, checkpointing=ckpt)
+            c[("tf", ckpt)] = training_flops(fwd, frozen_base=k.frozen, checkpointing=ckpt)
         tf = self.tf = c[("tf", ckpt)]  # type: ignore[assignment]
         tok_sample = self.tok_sample = fwd.tokens
         micro = self.micro = max((w.global_batch_size or r.batch * dp) // (r.batch * dp), 1)
@@ -115,88 +110,61 @@ class StepWork:
         self.step_tokens = global_samples * tok_sample
         mb_tokens = self.mb_tokens = r.batch * tok_sample
         # a CNN's convolutions run over its feature maps: count 14 x 14 positions per image as its "tokens"
-        self.mm_tokens = mb_tokens if not cnn else r.batch * 196
+        self.mm_tokens = mb_tokens if not k.cnn else r.batch * 196
         self.attn_share = fwd.attention_forward / fwd.forward if fwd.forward else 0.0
         self.hw_flops = tf.hardware_per_token * mb_tokens / (tp * pp)
         if ("saved", tp) not in c:
             c[("saved", tp)] = saved_bytes_per_sample(arch, w, table, tp)
         saved = self.saved = c[("saved", tp)] * r.batch / pp  # type: ignore[operator]
-        self.fp8 = fp8
-        layers = self.layers = n_layers / pp
-        self.kernels = layers * kernels_per_layer + lora_linears / pp * kernels_per_lora
+        self.fp8 = k.fp8
+        layers = self.layers = k.layers / pp
+        self.kernels = layers * k.kernels_per_layer + k.lora_linears / pp * k.kernels_per_lora
         self.dequant_bytes = 0.0
+        dequant = k.dequant
         if dequant is not None:  # QLoRA: (the base's linear weights, bytes read per parameter dequantised)
             passes = 3 if ckpt else 2
             self.dequant_bytes = passes * dequant[0] / (tp * pp) * dequant[1]
         shard = tp * pp * (dp if lay.zero >= 1 else 1)
-        opt_bytes = opt_per_param * master_bytes / 4 * trainable / shard
-        if unfused is not None:
-            opt_bytes *= unfused
-        self.opt_bytes, self.opt_launches = opt_bytes, opt_launches
+        opt_bytes = k.opt_per_param * k.master_bytes / 4 * trainable / shard
+        if k.unfused is not None:
+            opt_bytes *= k.unfused
+        self.opt_bytes, self.opt_launches = opt_bytes, k.opt_launches
         self.trainable, self.total_params, self.hidden = trainable, p.total, arch.hidden_size
         # the stack features' work: fp32-logit bytes a chunked loss saves, activation bytes offloaded per
         # micro-batch, the real share of padded tokens, optimizer steps per step
-        self.logit_bytes = (logit_passes * mb_tokens * arch.vocab_size / tp * 4 / pp if lm_chunked else 0.0)
+        self.logit_bytes = (k.logit_passes * mb_tokens * arch.vocab_size / tp * 4 / pp if k.lm_chunked else 0.0)
         self.act_offload_bytes = 0.0
-        if offload_acts:  # with recomputation only each layer's input is saved (and offloaded)
+        if k.offload_acts:  # with recomputation only each layer's input is saved (and offloaded)
             ckpt_saved = layers * mb_tokens * arch.hidden_size * 2 / tp
             self.act_offload_bytes = ckpt_saved if ckpt else saved
         # unpacked batches of several samples are padded to their longest: only part of the computed tokens are real
-        self.fill = fill if unpacked and r.batch > 1 else 1.0
+        self.fill = k.fill if k.unpacked and r.batch > 1 else 1.0
         self.step_tokens *= self.fill
         # the optimizer step in backward cannot accumulate gradients: it steps on every micro-batch
-        self.opt_steps = micro if in_backward else 1
-        _gpu_free(self, sm, af, elem_passes, launch, factor, eager_step, tuned)
+        self.opt_steps = micro if k.in_backward else 1
+        _gpu_free(self, sm, k)
 
 
-def _gpu_free(work: StepWork, sm: SpeedModel, af: float, elem_passes: float, launch: float, factor: float,
-              eager_step: float, tuned: bool) -> None:
+def _gpu_free(work: StepWork, sm: SpeedModel, k: WorkloadTerms) -> None:
     """The parts of `step_time`'s arithmetic no GPU figure enters, computed once (in step_time's order, so that
     the times are the same to the last bit): the matmul FLOPs outside and inside attention, the elementwise bytes,
     the launch time, the stack's factor and the optimizer step's, the data- and tensor-parallel traffic."""
     ckpt, hw_flops, attn_share = work.ckpt, work.hw_flops, work.attn_share
-    work.af = af
+    work.af = k.af
     work.mm_dense = hw_flops * (1 - attn_share)
     work.mm_attn = hw_flops * attn_share
-    work.elem_bytes = elem_passes * work.saved * (4 / 3 if ckpt else 1.0)
-    work.launch_s = work.kernels * launch * (4 / 3 if ckpt else 1.0)
-    work.factor = factor
-    work.opt_factor = eager_step * work.opt_steps
+    work.elem_bytes = k.elem_passes * work.saved * (4 / 3 if ckpt else 1.0)
+    work.launch_s = work.kernels * k.launch * (4 / 3 if ckpt else 1.0)
+    work.factor = k.factor
+    work.opt_factor = k.eager_step * work.opt_steps
     work.dp_phases = _dp_phases(work, sm.params) if work.dp > 1 else (0.0, 0.0, ())
     work.offloaded = work.lay.offload != "none"
     # tensor parallel: the bytes of one all-reduce, and how many per step (two per layer in forward, two in
     # backward, and two more to recompute)
     work.tp_bytes = work.r.batch * work.tok_sample * work.hidden * 2
     work.tp_calls = work.micro * work.layers * (6 if ckpt else 4)
-    work.tuned = tuned  # tuned stacks pipeline the all-reduces with the GEMMs around them
+    work.tuned = k.tuned  # tuned stacks pipeline the all-reduces with the GEMMs around them
     work.model_per_token = work.tf.model_per_token
-
-
-def _workload_terms(arch: ModelArch, p: ParamCount, w: Workload, sm: SpeedModel) -> tuple[object, ...]:
-    """What StepWork reads of the model, the workload and the speed model that no layout, micro-batch or
-    recomputation choice changes, read once for the works that share a cache (in StepWork's order of use)."""
-    prm = sm.params
-    per_param = prm.optimizer_bytes_per_param
-    kernel_s = prm.kernel_launch_s
-    lm_head = arch.kind in ("decoder", "encoder-decoder") and w.task != "inference"
-    fp8 = precision_class(w.precision) == "fp8"
-    eager_attention = w.attention == "eager" and prm.eager_attention_factor
-    return (
-        w.task in ("lora", "qlora"), w.attention == "eager", arch.kind == "cnn", fp8,
-        arch.num_layers + arch.num_decoder_layers, prm.kernels_per_layer, prm.kernels_per_lora_linear,
-        _lora_linears(arch, w),
-        (p.block_linear_weights, prm.qlora_dequant_bytes_per_param) if w.task == "qlora" else None,
-        2 if w.precision == "bf16" else 4, per_param.get(w.optimizer, per_param["adamw"]),
-        prm.optimizer_unfused_traffic if w.optimizer_implementation != "fused" else None,
-        (_param_tensors(arch) * prm.optimizer_kernels_per_tensor * kernel_s
-         if w.optimizer_implementation == "for-loop" else 0.0),
-        lm_head and w.loss == "chunked", prm.logits_fp32_passes, bool(w.activation_offload),
-        w.packing is False and w.task in ("full-finetune", "lora", "qlora"), prm.unpacked_token_fill,
-        bool(w.optimizer_in_backward),
-        prm.eager_attention_factor if eager_attention else prm.attention_factor,
-        prm.elementwise_passes + (prm.fp8_cast_passes if fp8 else 0.0), kernel_s, _stack_factor(w, prm),
-        prm.eager_step_factor if w.stack == "eager" else 1.0, w.stack != "eager",
-    )
 
 
 def _offload_s(work: StepWork, gpu: Gpu, sm: SpeedModel, node: int, t_micro: float) -> tuple[float, float]:
