@@ -87,4 +87,5 @@ def growth_view(ranked: Sequence[Pick], tried: dict[str, list[tuple[int, int]]],
                               lambda c, f, u=usable: device_at(c, f, u), hit[1])
     return growth
 
+
 __all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "growth_rows", "growth_view", "leanest", "min_gpus"]

@@ -135,11 +135,11 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     first = adequate or (lambda c: True)
     ok = [first(c) for c in cands]
     times = [_time(c) for c in cands]  # each read once: the reference, the front, the scores and the order
+    costs = [c.cost_usd for c in cands]
     ref = [i for i, a in enumerate(ok) if a] or range(len(cands))  # `reference`, by position
-    priced = [cands[i].cost_usd for i in ref if cands[i].cost_usd is not None]
+    priced = [costs[i] for i in ref if costs[i] is not None]
     p_min = min(priced) if priced else 1.0
     t_min = min(times[i] for i in ref) or 1e-9
-    costs = [c.cost_usd for c in cands]
     front = pareto_front([c or math.inf for c in costs], times)
     log_same = math.log(SAME)
     out = []
@@ -173,6 +173,7 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     keys = [(not a, score, price if price is not None else math.inf, t)
             for a, score, price, t in zip(ok, out, costs, times)]
     return [(cands[i], out[i], front[i]) for i in sorted(range(len(cands)), key=keys.__getitem__)]
+
 
 __all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank", "reference",
            "same_cost_usd"]

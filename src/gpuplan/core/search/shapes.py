@@ -201,7 +201,7 @@ def slots_by_form(catalog: Catalog) -> dict[str, list[SlotRow]]:
     for pl in catalog.platforms.rows.values():
         row = (pl.gpu_max_tdp_w, frozenset(pl.compatible_gpu_ids) if pl.compatible_gpu_ids else None,
                pl.gpu_max_slot_width, pl.gpu_slots)
-        for form in dict.fromkeys(pl.gpu_form_factors):
+        for form in pl.gpu_form_factors:  # each once (a platform that lists one twice does not validate)
             out.setdefault(form, []).append(row)
     return out
 
