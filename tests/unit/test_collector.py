@@ -1,9 +1,12 @@
 """gpuplan.collector: Python's cyclic collector paused around a computation and restored after it, also when several
-run at once (the web app's threads) or one fails; the `gpuplan` command's policy; and a plan computed with none."""
+run at once (the web app's threads) or one fails; the `gpuplan` command's policy, with the objects of a short
+command frozen at exit; and a plan computed with none."""
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -92,3 +95,24 @@ def test_a_plan_computes_without_collections() -> None:
     # paused, at most a couple
     assert len(inside) <= 2, inside
     assert started, "the collector did not resume after the plan"
+
+
+#: a process that sets a command's policy, then leaves a reference cycle whose finalizer says when it is collected
+_EXIT = """
+import gc, sys
+from gpuplan.collector import for_command
+for_command(sys.argv[1])
+class Cycle:
+    def __del__(self):
+        print("collected", flush=True)
+c = Cycle()
+c.self = c
+del c
+"""
+
+
+@pytest.mark.parametrize(("command", "collected"), [("plan", False), ("serve", True)])
+def test_a_short_command_exits_without_the_last_collection(command: str, collected: bool) -> None:
+    # the interpreter's last collection finalizes the cycle, unless the command froze its objects at exit
+    out = subprocess.run([sys.executable, "-c", _EXIT, command], capture_output=True, text=True, check=True).stdout
+    assert ("collected" in out) is collected, out
