@@ -12,9 +12,7 @@ from contextlib import contextmanager
 
 from rich import box
 from rich.console import Console
-from rich.live import Live
 from rich.rule import Rule
-from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
@@ -44,10 +42,14 @@ WHY_MAX = 3
 @contextmanager
 def progress(message: str) -> Iterator[None]:
     """A spinner on stderr while something slow runs; nothing at all when stderr is not a terminal (pipes,
-    tests, JSON output). The user's own prints are left alone (no stdout redirection)."""
+    tests, JSON output). The user's own prints are left alone (no stdout redirection). The spinner's modules are
+    imported only to draw it."""
     if not sys.stderr.isatty():
         yield
         return
+    from rich.live import Live
+    from rich.spinner import Spinner
+
     with Live(Spinner("dots", text=message), console=Console(stderr=True), transient=True,
               redirect_stdout=False, redirect_stderr=False, refresh_per_second=12.5):
         yield
