@@ -42,6 +42,15 @@ def test_text_output_names_the_levels() -> None:
         assert word in r.stdout
 
 
+def test_text_prints_an_emoji_code_as_written(tmp_path: Path) -> None:
+    # rich draws `:fire:` as an emoji by default; a project's name is printed as the user wrote it
+    (tmp_path / "p.yaml").write_text('name: "team:fire: plan"\nmodel: {preset: llama-3.1-8b}\n'
+                                     "workload: {task: inference, batch_size: 1}\n")
+    r = run("estimate", str(tmp_path / "p.yaml"))
+    assert r.returncode == 0, r.stderr
+    assert "team:fire: plan" in r.stdout and "\N{FIRE}" not in r.stdout
+
+
 def test_list_examples_one_per_line() -> None:
     r = run("estimate", "--list-examples")
     assert r.returncode == 0

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from gpuplan.cli.common import CatalogFiles, fail
+from gpuplan.cli.common import CatalogFiles, console, fail
 from gpuplan.errors import GpuplanError
 
 AsJson = Annotated[bool, typer.Option("--json", help="JSON output.")]
@@ -38,12 +38,11 @@ def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: l
         rows = catalog_rows(cat, kind, row_id, where or [])
     except GpuplanError as exc:
         fail(exc)
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    out = console()
     if row_id:
-        _show_row(console, rows[0], table.origins[rows[0].id])
+        _show_row(out, rows[0], table.origins[rows[0].id])
         return
     t = Table(*(c for c, _ in columns), "as_of", "source", title=f"{len(rows)} {KINDS[kind][2]}")
     for r in rows:
@@ -51,10 +50,10 @@ def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: l
         rid = r.id + (" [yellow](yours, replaces built-in)[/yellow]" if origin.overrides_builtin
                       else " [cyan](yours)[/cyan]" if not origin.file.startswith("gpuplan/") else "")
         t.add_row(rid, *(fn(r) for _, fn in columns[1:]), str(r.as_of), r.source[:50])
-    console.print(t)
+    out.print(t)
     overridden = table.overridden()
     if overridden:
-        console.print(f"Your rows replace built-in {', '.join(overridden)}.")
+        out.print(f"Your rows replace built-in {', '.join(overridden)}.")
 
 
 def _show_row(console: Any, row: Any, origin: Any) -> None:
@@ -140,14 +139,13 @@ def catalog_models(row_id: RowId = None, as_json: AsJson = False) -> None:
         presets = model_rows(row_id)
     except GpuplanError as exc:
         fail(exc)
-    from rich.console import Console
     from rich.table import Table
 
     t = Table("id", "name", "parameters", "model_type", "as_of", "source")
     for p in presets:
         t.add_row(p.id, p.name, f"{p.parameters / 1e9:,.2f} B", p.config["model_type"], str(p.as_of),
                   p.source[:60])
-    Console().print(t)
+    console().print(t)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from gpuplan.cli.common import (
     ListExamples,
     OutputFormat,
     ProjectFile,
+    console,
     echo_examples,
     fail,
     project_path,
@@ -127,9 +128,7 @@ def check(
     if format is Format.json:
         typer.echo(render_json(result))
     else:
-        from rich.console import Console
-
-        render_text(result, Console())
+        render_text(result, console())
     if not result.fits:
         raise typer.Exit(1)
 

@@ -6,13 +6,16 @@ the command bodies."""
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from gpuplan.errors import ECHO_CHARS, GpuplanError, InfeasibleError, InputError, InternalError
 from gpuplan.schema.defaults import MEMORY_HEADROOM, OBJECTIVES, PLAN_TOP
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class State:
@@ -28,6 +31,14 @@ state = State()
 MAX_MESSAGE_CHARS = 20 * ECHO_CHARS
 
 
+def console(stderr: bool = False, soft_wrap: bool = False) -> "Console":
+    """A rich console for the commands' output. Emoji codes stay text: rich would draw `:fire:` in a project's name
+    or a catalog row as an emoji (and import its table of 3,600 codes to look it up)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, soft_wrap=soft_wrap, emoji=False)
+
+
 def exit_code(exc: GpuplanError) -> int:
     """1: infeasible project; 3: a bug (InternalError); 2: every other error."""
     return 1 if isinstance(exc, InfeasibleError) else 3 if isinstance(exc, InternalError) else 2
@@ -38,13 +49,12 @@ def fail(exc: GpuplanError) -> NoReturn:
     traceback."""
     if state.debug:
         raise exc
-    from rich.console import Console
     from rich.markup import escape
 
     text = str(exc)
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[:MAX_MESSAGE_CHARS] + f"... ({len(text):,} characters)"
-    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red]: {escape(text)}", markup=True, highlight=False)
+    console(stderr=True, soft_wrap=True).print(f"[red]error[/red]: {escape(text)}", markup=True, highlight=False)
     raise typer.Exit(exit_code(exc))
 
 
@@ -161,5 +171,5 @@ PriceFiles = Annotated[Optional[list[Path]], typer.Option(
                      "built-in ones. Repeatable.")]
 
 __all__ = ["CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
-           "PlanFormat", "PriceFiles", "ProjectFile", "check_out", "echo_examples", "exit_code", "fail", "fail_internal",
+           "PlanFormat", "PriceFiles", "ProjectFile", "check_out", "console", "echo_examples", "exit_code", "fail", "fail_internal",
            "project_path", "state", "write_out"]

@@ -11,6 +11,7 @@ from gpuplan.cli.common import (
     OutputFormat,
     PriceFiles,
     ProjectFile,
+    console,
     fail,
     project_path,
 )
@@ -44,11 +45,9 @@ def cost(
 
         typer.echo(dumps(_costs_json(result, top), indent=2))
     else:
-        from rich.console import Console
-
         from gpuplan.report.plan import render_costs_text
 
-        render_costs_text(result, Console(), top=top)
+        render_costs_text(result, console(), top=top)
 
 
 def _costs_json(result: "PlanResult", top: int) -> dict[str, Any]:

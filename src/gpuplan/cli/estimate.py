@@ -12,6 +12,7 @@ from gpuplan.cli.common import (
     ListExamples,
     OutputFormat,
     ProjectFile,
+    console,
     echo_examples,
     fail,
     project_path,
@@ -48,11 +49,9 @@ def estimate(
 
         typer.echo(render_json(result))
     else:
-        from rich.console import Console
-
         from gpuplan.report.estimate import render_text
 
-        render_text(result, Console())
+        render_text(result, console())
 
 
 def _source(project: ProjectFile, example: Example, hf: str | None) -> object:

@@ -11,6 +11,7 @@ from gpuplan.cli.common import (
     Headroom,
     OutputFormat,
     ProjectFile,
+    console,
     fail,
     project_path,
 )
@@ -40,9 +41,7 @@ def fit(
     if format is Format.json:
         typer.echo(render_json(result))
     else:
-        from rich.console import Console
-
-        render_fit_text(result, Console())
+        render_fit_text(result, console())
 
 
 def register(app: typer.Typer) -> None:

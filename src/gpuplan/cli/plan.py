@@ -16,6 +16,7 @@ from gpuplan.cli.common import (
     PriceFiles,
     ProjectFile,
     check_out,
+    console,
     echo_examples,
     fail,
     project_path,
@@ -78,13 +79,11 @@ def plan(
     if out is None:
         typer.echo(text)
     else:
-        from rich.console import Console
-
         try:
             write_out(out, text, force)
         except GpuplanError as exc:
             fail(exc)
-        Console(stderr=True).print(f"wrote {out}")
+        console(stderr=True).print(f"wrote {out}")
 
 
 def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> "MachineSpec | None":
@@ -122,9 +121,7 @@ def _document(result: "PlanResult", format: PlanFormat, out: Path | None, force:
         return render_html(result, lang=lang)
     if out is not None:
         raise GpuplanError("--out writes a report: use --format md, html or json with it")
-    from rich.console import Console
-
-    render_text(result, Console(), top=top, details=details)
+    render_text(result, console(), top=top, details=details)
     return None
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpuplan.cli.common import fail
+from gpuplan.cli.common import console, fail
 from gpuplan.errors import GpuplanError
 
 
@@ -42,7 +42,6 @@ def serve_command(
     import socket
 
     import uvicorn
-    from rich.console import Console
 
     from gpuplan.web.app import CONFIG_ENV, LOOPBACK, create_app
 
@@ -52,7 +51,7 @@ def serve_command(
         web = create_app(**options)  # type: ignore[arg-type]
     except GpuplanError as exc:
         fail(exc)
-    err = Console(stderr=True)
+    err = console(stderr=True)
     if not is_loopback(host):
         err.print(f"[yellow]warning[/yellow]: listening on {host}: anyone who can reach this address can use "
                   "the page and read and delete its saved scenarios")

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpuplan.cli.common import Format, OutputFormat, fail
+from gpuplan.cli.common import Format, OutputFormat, console, fail
 from gpuplan.errors import GpuplanError
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ def trace(
 
 
 def _render_text(result: "CustomTraceResult", factory: str, inference: bool, precision: TracePrecision) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from gpuplan.units import GIB
@@ -63,8 +62,9 @@ def _render_text(result: "CustomTraceResult", factory: str, inference: bool, pre
         t.add_row(label, f"{v / GIB:,.3f} GiB")
     t.add_section()
     t.add_row("[bold]tensor peak[/bold] (torch max_memory_allocated)", f"{result.peak_bytes / GIB:,.3f} GiB")
-    Console().print(t)
-    Console().print(f"FLOPs per {'forward' if inference else 'step'}: {result.flops_per_step:.4g}; phase peaks: "
+    out = console()
+    out.print(t)
+    out.print(f"FLOPs per {'forward' if inference else 'step'}: {result.flops_per_step:.4g}; phase peaks: "
                     + ", ".join(f"{k} {v / GIB:,.3f} GiB" for k, v in result.phase_peaks.items())
                     + f"; traced in {result.seconds:.1f} s. Add the CUDA context (~0.5-1.3 GiB) and the "
                     "allocator's reserve for what nvidia-smi shows.")
