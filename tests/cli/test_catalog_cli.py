@@ -254,3 +254,15 @@ def test_user_cpu_row_overrides_too(tmp_path: Path) -> None:
     write_yaml(f, "cpu", [row])
     out = rows("catalog", "cpus", cpu_id, "--catalog", str(f))
     assert out[0]["name"] == "My renamed CPU" and out[0]["origin"]["overrides_builtin"] is True
+
+
+@pytest.mark.parametrize("args", [["catalog", "gpus"], ["catalog", "gpus", "--json"]])
+def test_output_to_a_closed_pipe_stops_quietly(args: list[str]) -> None:
+    # `gpuplan catalog gpus | head`: the reader leaves before gpuplan writes (its end of the pipe is closed here
+    # before the command has started); exit 141 with no error line, not the internal error nor 1 (infeasible)
+    p = subprocess.Popen([sys.executable, "-m", "gpuplan", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141, err
+    assert err == ""

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, serve, trace
-from gpuplan.cli.common import Commands, fail_internal, state
+from gpuplan.cli.common import Commands, broken_pipe, fail_internal, state
 from gpuplan.collector import for_command
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -41,6 +41,11 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:  # raised by fail() outside a command (the group's own parsing)
         sys.exit(exc.exit_code)
+    except BrokenPipeError:  # the group's own output (its help) to a closed pipe
+        try:
+            broken_pipe()
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
     except Exception as exc:  # noqa: BLE001 - the last boundary: a bug, one line and exit code 3
         try:
             fail_internal(exc)

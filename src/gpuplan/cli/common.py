@@ -33,10 +33,13 @@ MAX_MESSAGE_CHARS = 20 * ECHO_CHARS
 
 def console(stderr: bool = False, soft_wrap: bool = False) -> "Console":
     """A rich console for the commands' output. Emoji codes stay text: rich would draw `:fire:` in a project's name
-    or a catalog row as an emoji (and import its table of 3,600 codes to look it up)."""
+    or a catalog row as an emoji (and import its table of 3,600 codes to look it up). Output to a closed pipe
+    stops as everywhere in gpuplan (broken_pipe), where rich's own handling exits 1, the infeasible project's code."""
     from rich.console import Console
 
-    return Console(stderr=stderr, soft_wrap=soft_wrap, emoji=False)
+    out = Console(stderr=stderr, soft_wrap=soft_wrap, emoji=False)
+    out.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
+    return out
 
 
 def exit_code(exc: GpuplanError) -> int:
@@ -77,10 +80,26 @@ def _click_exception() -> type[Exception]:
 CLICK_EXITS: tuple[type[BaseException], ...] = (typer.Exit, typer.Abort, _click_exception())
 
 
+#: the exit code of a command whose output's reader went away: 128 + SIGPIPE, what the shell reports for a program
+#: the signal stops (`yes | head`)
+BROKEN_PIPE_EXIT = 141
+
+
+def broken_pipe() -> NoReturn:
+    """The reader of the output went away (`gpuplan catalog gpus | head`): stop quietly, with no error line. The
+    standard output goes to /dev/null first, else the interpreter's last flush fails on the pipe again."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(BROKEN_PIPE_EXIT)
+
+
 class Commands(TyperGroup):
     """The app's command group: the boundary below which no exception escapes. gpuplan's own errors become their
-    one line (fail); click's usage errors keep their message and exit code 2; anything else is the `internal`
-    error, exit code 3 (docs/errors.md)."""
+    one line (fail); click's usage errors keep their message and exit code 2; output to a closed pipe stops quietly
+    (broken_pipe); anything else is the `internal` error, exit code 3 (docs/errors.md)."""
 
     def invoke(self, ctx: typer.Context) -> object:
         try:
@@ -89,6 +108,8 @@ class Commands(TyperGroup):
             raise
         except GpuplanError as exc:
             fail(exc)
+        except BrokenPipeError:
+            broken_pipe()
         except Exception as exc:  # noqa: BLE001 - the boundary: a bug, reported in one line
             fail_internal(exc)
 
@@ -170,6 +191,6 @@ PriceFiles = Annotated[Optional[list[Path]], typer.Option(
     "--prices", help="A price list of your own (CSV or YAML: cloud GPU-hour prices, hosting offers), added to the "
                      "built-in ones. Repeatable.")]
 
-__all__ = ["CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
-           "PlanFormat", "PriceFiles", "ProjectFile", "check_out", "console", "echo_examples", "exit_code", "fail", "fail_internal",
+__all__ = ["BROKEN_PIPE_EXIT", "CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
+           "PlanFormat", "PriceFiles", "ProjectFile", "broken_pipe", "check_out", "console", "echo_examples", "exit_code", "fail", "fail_internal",
            "project_path", "state", "write_out"]
