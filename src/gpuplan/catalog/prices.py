@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuplan.catalog import reading, skypilot
+from gpuplan.catalog import reading
 from gpuplan.catalog.loader import SCHEMA_VERSIONS, read_toml
 from gpuplan.catalog.price_rules import check_reserved_below_on_demand
 from gpuplan.core.search.evidence import STALE_DAYS, is_stale
@@ -107,6 +107,8 @@ def _parse_user(path: Path) -> tuple[list[CloudPrice], list[HostingOffer]]:
     except reading.Unreadable as exc:
         raise CatalogError(name, exc.reason or exc.message) from None
     if name.endswith(".csv"):
+        from gpuplan.catalog import skypilot  # a format of the user's price files only
+
         if skypilot.looks_like(text):
             return skypilot.parse(text, path, skypilot.modified(path)), []
         tables = _csv_rows(text, name)
