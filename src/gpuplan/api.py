@@ -157,6 +157,8 @@ def _load_noted(project: Project | dict[str, Any] | str | Path,
         project, base_dir = load_project(project)
     elif isinstance(project, dict):
         project = parse_project(project)
+    if project.workload.framework is None:  # nothing to fill in: the frameworks' file is not read
+        return project, base_dir, []
     from gpuplan.catalog.frameworks import load_frameworks
     from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
 
