@@ -30,7 +30,7 @@ SCHEMA_VERSIONS = (1,)
 class ModelPreset(BaseModel):
     """A row of data/models.toml."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     name: str
@@ -46,7 +46,7 @@ class ModelPreset(BaseModel):
 class ResolvedModel(BaseModel):
     """A model reference made concrete: its architecture and where it came from."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     arch: ModelArch
     name: str
