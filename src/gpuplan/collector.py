@@ -46,6 +46,12 @@ def collector_paused() -> Iterator[None]:
 LONG_COMMANDS = frozenset({"serve", "trace"})
 
 
+def command_of(args: list[str]) -> str | None:
+    """The command a `gpuplan` command line runs (its first word that is not an option); None for `gpuplan` alone
+    or its options (`--help`)."""
+    return next((a for a in args if not a.startswith("-")), None)
+
+
 def for_command(name: str | None) -> None:
     """The `gpuplan` command's policy, set as it starts: off for a command that computes and exits (and its
     objects frozen at exit), on for the LONG_COMMANDS."""
@@ -59,4 +65,4 @@ def for_command(name: str | None) -> None:
             _freezes_at_exit = True
 
 
-__all__ = ["LONG_COMMANDS", "collector_paused", "for_command"]
+__all__ = ["LONG_COMMANDS", "collector_paused", "command_of", "for_command"]

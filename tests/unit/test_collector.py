@@ -13,7 +13,7 @@ import pytest
 
 from gpuplan.api import plan
 from gpuplan.catalog.loader import example_path
-from gpuplan.collector import LONG_COMMANDS, collector_paused, for_command
+from gpuplan.collector import LONG_COMMANDS, collector_paused, command_of, for_command
 
 
 @pytest.fixture(autouse=True)
@@ -116,3 +116,31 @@ def test_a_short_command_exits_without_the_last_collection(command: str, collect
     # the interpreter's last collection finalizes the cycle, unless the command froze its objects at exit
     out = subprocess.run([sys.executable, "-c", _EXIT, command], capture_output=True, text=True, check=True).stdout
     assert ("collected" in out) is collected, out
+
+
+#: `gpuplan --help` run through the entry point, counting the collections that start on the way
+_ENTRY = """
+import gc, sys
+started = []
+gc.callbacks.append(lambda phase, info: started.append(info["generation"]) if phase == "start" else None)
+sys.argv = ["gpuplan", "--help"]
+from gpuplan.__main__ import main
+started.clear()  # importing the entry point's own module (the collector's) may start some
+try:
+    main()
+except SystemExit:
+    pass
+print("collections", len(started))
+"""
+
+
+def test_the_entry_point_sets_the_policy_before_the_commands_are_imported() -> None:
+    # typer, rich and the command modules allocate enough on import to start several collections, unless the
+    # collector is already off when they are imported
+    out = subprocess.run([sys.executable, "-c", _ENTRY], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "collections 0", out[-300:]
+
+
+def test_the_command_is_the_first_word_that_is_not_an_option() -> None:
+    assert command_of(["--debug", "plan", "--example", "x"]) == "plan"
+    assert command_of(["--help"]) is None and command_of([]) is None

@@ -17,7 +17,7 @@ import typer
 
 from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, serve, trace
 from gpuplan.cli.common import Commands, broken_pipe, fail_internal, state
-from gpuplan.collector import for_command
+from gpuplan.collector import command_of, for_command
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="gpuplan: which GPU server to get for an AI project, and why.")
@@ -34,7 +34,7 @@ del _command
 
 
 def main() -> None:
-    for_command(next((a for a in sys.argv[1:] if not a.startswith("-")), None))  # gpuplan.collector
+    for_command(command_of(sys.argv[1:]))  # gpuplan.collector; gpuplan.__main__ sets it before the imports too
     try:
         app()
     except KeyboardInterrupt:
