@@ -20,7 +20,6 @@ from collections.abc import Iterator
 _paused = 0  # computations running with the collector paused, and whether it was enabled before the first
 _resume = False
 _lock = threading.Lock()
-_freezes_at_exit = False
 
 
 @contextlib.contextmanager
@@ -55,14 +54,12 @@ def command_of(args: list[str]) -> str | None:
 def for_command(name: str | None) -> None:
     """The `gpuplan` command's policy, set as it starts: off for a command that computes and exits (and its
     objects frozen at exit), on for the LONG_COMMANDS."""
-    global _freezes_at_exit
+    atexit.unregister(gc.freeze)  # the policy of the last call holds, registered at most once
     if name in LONG_COMMANDS:
         gc.enable()
     else:
         gc.disable()
-        if not _freezes_at_exit:
-            atexit.register(gc.freeze)
-            _freezes_at_exit = True
+        atexit.register(gc.freeze)
 
 
 __all__ = ["LONG_COMMANDS", "collector_paused", "command_of", "for_command"]
