@@ -1,6 +1,6 @@
 """`python -m gpuplan` and the `gpuplan` command (pyproject's entry point). The collector's policy for the command
 is set before the command's modules are imported (gpuplan.collector: the imports of typer, pydantic and the schema
-allocate objects they keep, which the collector would walk at every threshold; 2 % of `gpuplan plan`), then
+allocate objects they keep, which the collector would walk at every threshold; 0.6 % of `gpuplan plan`), then
 gpuplan.cli runs it."""
 
 import sys

@@ -65,9 +65,9 @@ def _render_text(result: "CustomTraceResult", factory: str, inference: bool, pre
     out = console()
     out.print(t)
     out.print(f"FLOPs per {'forward' if inference else 'step'}: {result.flops_per_step:.4g}; phase peaks: "
-                    + ", ".join(f"{k} {v / GIB:,.3f} GiB" for k, v in result.phase_peaks.items())
-                    + f"; traced in {result.seconds:.1f} s. Add the CUDA context (~0.5-1.3 GiB) and the "
-                    "allocator's reserve for what nvidia-smi shows.")
+              + ", ".join(f"{k} {v / GIB:,.3f} GiB" for k, v in result.phase_peaks.items())
+              + f"; traced in {result.seconds:.1f} s. Add the CUDA context (~0.5-1.3 GiB) and the "
+              "allocator's reserve for what nvidia-smi shows.")
 
 
 def register(app: typer.Typer) -> None:
