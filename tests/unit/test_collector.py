@@ -101,7 +101,8 @@ def test_a_plan_computes_without_collections() -> None:
 _EXIT = """
 import gc, sys
 from gpuplan.collector import for_command
-for_command(sys.argv[1])
+for name in sys.argv[1:]:
+    for_command(name)
 class Cycle:
     def __del__(self):
         print("collected", flush=True)
@@ -111,10 +112,11 @@ del c
 """
 
 
-@pytest.mark.parametrize(("command", "collected"), [("plan", False), ("serve", True)])
-def test_a_short_command_exits_without_the_last_collection(command: str, collected: bool) -> None:
-    # the interpreter's last collection finalizes the cycle, unless the command froze its objects at exit
-    out = subprocess.run([sys.executable, "-c", _EXIT, command], capture_output=True, text=True, check=True).stdout
+@pytest.mark.parametrize(("commands", "collected"), [(["plan"], False), (["serve"], True), (["plan", "serve"], True),
+                                                     (["serve", "plan"], False)])
+def test_a_short_command_exits_without_the_last_collection(commands: list[str], collected: bool) -> None:
+    # the interpreter's last collection finalizes the cycle, unless the (last) command froze its objects at exit
+    out = subprocess.run([sys.executable, "-c", _EXIT, *commands], capture_output=True, text=True, check=True).stdout
     assert ("collected" in out) is collected, out
 
 
