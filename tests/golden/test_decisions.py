@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -113,3 +114,29 @@ def test_a_budget_is_checked_against_the_total_the_report_shows() -> None:
                                                        plan.recommendation.gpus_per_server,
                                                        plan.recommendation.servers) or \
         r.deployment.total_cost <= chosen.total_cost * 0.99
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_candidate_and_deployment_reasons_state_money_in_the_plans_currency(name: str) -> None:
+    """(The server's own build reasons quote the catalog's prices, in USD.)"""
+    plan = planned(name)
+    others = sorted(c for c in api.load_bundle().fx if c != plan.currency)
+    foreign = re.compile(r"\b(?:" + "|".join(others) + r")\b" + ("|[$]" if plan.currency != "USD" else ""))
+    for c in plan.candidates:
+        for line in [*c.reasons, *(c.deployment.reasons if c.deployment is not None else [])]:
+            assert not foreign.search(line), (c.gpu_id, line)
+
+
+def test_a_serving_plan_tells_one_cost_per_million_tokens() -> None:
+    """The recommendation's reasons and its checklist give the chosen deployment's cost per million output tokens,
+    every cost over the horizon in: the same figure, in the plan's currency (it said 2.65 USD, the purchase price
+    alone, beside 4.99 EUR)."""
+    plan = planned("llama3-70b-serving")
+    r = plan.recommendation
+    row = next(d for d in r.deployments if (d.option, d.provider) == (r.deployment.option, r.deployment.provider))
+    assert row.cost_per_million_tokens is not None
+    said = " ".join([*r.reasons, *r.deployment.reasons, *(i for c in plan.checklist for i in c.reasons)])
+    figures = re.findall(r"([\d,.]+) (\w+) per million", said)
+    assert figures, said
+    assert {(float(n.replace(",", "")), cur) for n, cur in figures} == {(round(row.cost_per_million_tokens, 2),
+                                                                         plan.currency)}

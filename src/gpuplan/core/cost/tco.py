@@ -317,10 +317,6 @@ def owning_breakeven_utilization(on_prem: Deployment, cloud_rate_per_gpu_hour: f
     return on_prem.total_cost / cloud_full if cloud_full > 0 else math.inf
 
 
-__all__ = ["Assumptions", "Config", "Usage", "billed_hours", "breakeven", "breakeven_within", "compare", "cost_by_month",
-           "owning_breakeven_utilization"]
-
-
 #: the cost model's inputs: (project key in `deployment`, data/tco.toml id, converted from USD, default when the
 #: data has no row: value and why)
 INPUTS: list[tuple[str, str | None, bool, float]] = [
@@ -373,6 +369,8 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
         reasons = [f"cheapest per run: {fmt_money(best.cost_per_run, best.currency)}"]
     else:
         reasons = [f"cheapest over {use.horizon_months} months: {fmt_money(best.total_cost, best.currency)}"]
+    if best.cost_per_million_tokens is not None:  # every cost over the horizon, per token served at the load
+        reasons[0] += f" ({best.cost_per_million_tokens:,.2f} {best.currency} per million output tokens)"
     seen = {best.option}
     for d in deps[1:]:
         if d.option in seen:
@@ -395,4 +393,5 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
                             monthly_cost=best.monthly_cost, currency=best.currency, reasons=reasons)
 
 
-__all__ += ["INPUTS", "choose", "resolve_assumptions"]
+__all__ = ["INPUTS", "Assumptions", "Config", "Usage", "billed_hours", "breakeven", "breakeven_within", "choose",
+           "compare", "cost_by_month", "owning_breakeven_utilization", "resolve_assumptions"]

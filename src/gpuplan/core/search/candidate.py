@@ -215,10 +215,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
     inf = k.inference.inference if k.inference is not None else None
-    if inf is not None and k.cost_usd is not None and inf.aggregate_tokens_per_s > 0:
-        tokens = inf.aggregate_tokens_per_s * 3600 * HOURS_PER_MONTH * ctx.project.growth.horizon_months
-        reasons.append(f"{k.cost_usd / tokens * 1e6:,.3f} USD per million output tokens at {inf.requests_per_s:,.2f} "
-                       f"requests/s over {ctx.project.growth.horizon_months} months; {inf.replicas} replica(s), "
+    if inf is not None and inf.aggregate_tokens_per_s > 0:  # its cost per token is the chosen deployment's
+        reasons.append(f"{inf.requests_per_s:,.2f} requests/s at the planned load; {inf.replicas} replica(s), "
                        f"{inf.capacity_requests_per_s or 0:,.2f} requests/s within the objectives")
     ev = ctx.evidence.get(gpu.id)
     if ev is not None and not ev.adequate:
