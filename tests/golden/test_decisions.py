@@ -117,13 +117,14 @@ def test_a_budget_is_checked_against_the_total_the_report_shows() -> None:
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_candidate_and_deployment_reasons_state_money_in_the_plans_currency(name: str) -> None:
-    """(The server's own build reasons quote the catalog's prices, in USD.)"""
+def test_every_reason_states_amounts_in_the_plans_currency(name: str) -> None:
+    """The candidate's, its server's and its deployment's reasons (a source's own words, "converted from EUR", may
+    name another currency; an amount may not)."""
     plan = planned(name)
-    others = sorted(c for c in api.load_bundle().fx if c != plan.currency)
-    foreign = re.compile(r"\b(?:" + "|".join(others) + r")\b" + ("|[$]" if plan.currency != "USD" else ""))
+    codes = "|".join(c for c in api.load_bundle().fx if c != plan.currency)
+    foreign = re.compile(rf"\d\s?(?:{codes})\b|\b(?:{codes})\s?\d" + (r"|[$]\s?\d" if plan.currency != "USD" else ""))
     for c in plan.candidates:
-        for line in [*c.reasons, *(c.deployment.reasons if c.deployment is not None else [])]:
+        for line in [*c.reasons, *c.server.reasons, *(c.deployment.reasons if c.deployment is not None else [])]:
             assert not foreign.search(line), (c.gpu_id, line)
 
 

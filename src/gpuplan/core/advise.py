@@ -40,12 +40,14 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
     obj = objective or project.goals.objective
     catalog = bundle.catalog
     currency = project.goals.budget.currency if project.goals.budget else "USD"
+    rate = bundle.fx[currency]
     inp = SearchInputs(
         project=project, arch=arch,  # type: ignore[arg-type]
         grown_arch=grow_arch(arch, project.growth.model_scale) if arch is not None else None,  # type: ignore[arg-type]
         catalog=catalog, speed=bundle.speed, table=bundle.table, overheads=bundle.overheads,
-        build_server=partial(build_server, catalog=catalog, rules=bundle.rules),
-        server_price=partial(server_price, catalog=catalog, rules=bundle.rules), usd_to_budget=bundle.fx[currency],
+        build_server=partial(build_server, catalog=catalog, rules=bundle.rules,  # its reasons in the plan's currency
+                             money=lambda usd: fmt_money(usd * rate, currency)),
+        server_price=partial(server_price, catalog=catalog, rules=bundle.rules), usd_to_budget=rate,
         currency=currency,
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),

@@ -48,9 +48,11 @@ from gpuplan.core.server.steps import (
     unknowns_step,
 )
 from gpuplan.schema.plan import ServerNeeds, ServerSpec
-from gpuplan.units import GIB
+from gpuplan.units import GIB, fmt_usd
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gpuplan.core.server.common import Needs
     from gpuplan.schema.catalog import Catalog
     from gpuplan.schema.hardware import Gpu
@@ -166,11 +168,12 @@ def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
     return out
 
 
-def build_server(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, *,
-                 reasons: bool = True) -> tuple[ServerSpec | None, str | None]:
+def build_server(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, *, reasons: bool = True,
+                 money: Callable[[float], str] = fmt_usd) -> tuple[ServerSpec | None, str | None]:
     """A balanced server for `needs`, or None and a one-line reason. With `reasons` False the spec has the same
-    figures and empty `reasons` and `warnings` (the same needs build the full spec)."""
-    built, why = _decide(needs, catalog, rules, reasons, True)
+    figures and empty `reasons` and `warnings` (the same needs build the full spec). `money` states an amount in
+    USD in the reasons (`price_usd` stays in USD)."""
+    built, why = _decide(needs, catalog, rules, reasons, True, money)
     return built, why  # type: ignore[return-value]
 
 
@@ -183,8 +186,8 @@ def server_price(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRule
     return True, built[0], None  # type: ignore[index]
 
 
-def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, reasons: bool,
-            spec: bool) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
+def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, reasons: bool, spec: bool,
+            money: Callable[[float], str] = fmt_usd) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """build_server's choice of platform: the spec (`spec`), else the (price,) of the server it builds."""
     g = catalog.gpus.rows.get(needs.gpu_id)
     if g is None:
@@ -200,7 +203,7 @@ def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, re
     first_hard: str | None = None
     skipped: list[str] = []
     for pos, p in enumerate(fit, 1):
-        built, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons, spec)
+        built, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons, spec, money)
         if built is not None and short is None:
             return built, None
         if built is not None and fallback is None:
@@ -215,12 +218,12 @@ def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, re
 
 
 def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRules, pos: tuple[int, int],
-              skipped: list[str], text: bool = True,
-              spec: bool = True) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
+              skipped: list[str], text: bool = True, spec: bool = True,
+              money: Callable[[float], str] = fmt_usd) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """The server on platform p, and None; or, with what falls short, the spec (soft) or None (hard). With
     `text` False no reason or warning line is written (the figures are the same); with `spec` False only the
     (price,) is made, of the same server."""
-    n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text), idx.shelf
+    n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text, money), idx.shelf
     if text:
         platform_line(p, g, needs, pos, skipped, b)
     if not shelf.cpus[p.id]:

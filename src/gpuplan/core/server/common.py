@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuplan.units import fmt_usd
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gpuplan.schema.hardware import Gpu
 
 
@@ -41,6 +45,8 @@ class Build:
     formats its reason only `if b.text`, and a soft shortfall is then a short tag in place of its warning)."""
 
     text: bool = True
+    #: how a reason states an amount in USD (the plan's currency: core.advise)
+    money: Callable[[float], str] = fmt_usd
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: the first soft rule this platform falls short on (a later platform that meets them all is preferred)

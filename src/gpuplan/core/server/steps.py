@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.core.server.common import Build, fmt, ordinal, traits
 from gpuplan.core.server.parts import Shelf, choose_ram
-from gpuplan.units import GIB, TB, fmt_disk, fmt_usd
+from gpuplan.units import GIB, TB, fmt_disk
 
 if TYPE_CHECKING:
     from gpuplan.core.server.common import Needs
@@ -305,16 +305,16 @@ def price_step(p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRul
         b.warnings.append(f"{g.id} is a GeForce card: NVIDIA's GeForce driver licence does not allow datacenter "
                           "deployment, and its memory has no ECC")
     if basis == "platform" and p.price is not None:
-        text = f"Price {fmt_usd(p.price.usd)}: the platform's price with its GPUs ({p.price.kind}, {p.price.as_of})"
+        text = f"Price {b.money(p.price.usd)}: the platform's price with its GPUs ({p.price.kind}, {p.price.as_of})"
     elif g.price is None:
         b.reasons.append(f"Price: none, {g.id} has no price in the catalog")
         return None
     elif basis == "system":
-        text = (f"Price {fmt_usd(n * g.price.usd)}: {n} x {fmt_usd(g.price.usd)} ({g.price.kind}, "
+        text = (f"Price {b.money(n * g.price.usd)}: {n} x {b.money(g.price.usd)} ({g.price.kind}, "
                 f"{g.price.as_of}), the server already in it")
     else:
         f = rules.server_overhead_price_factor
-        text = (f"Price {fmt_usd(n * g.price.usd * f)}: {n} x {fmt_usd(g.price.usd)} ({g.price.kind}, "
+        text = (f"Price {b.money(n * g.price.usd * f)}: {n} x {b.money(g.price.usd)} ({g.price.kind}, "
                 f"{g.price.as_of}) x {f:g} for the rest of the server (rule server_overhead_price_factor)")
     if needs.multi_node:
         text += (f", + {rules.cluster_interconnect_price_fraction:.1%} for this server's share of the cluster network "
