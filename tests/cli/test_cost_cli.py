@@ -37,6 +37,20 @@ def test_cost_json_has_the_contract_keys() -> None:
     assert cand["deployment"]["total_cost"] == totals[0]
 
 
+def test_cost_text_rows_add_up() -> None:
+    """Each row of `gpuplan cost` shows upfront, running per month, resale and total, the lines that add up
+    (docs/cost.md): it showed total / months as "per month" beside the upfront payment."""
+    data = json.loads(run("cost", "--example", "llama3-70b-serving", "--format", "json").output)
+    out = runner.invoke(app, ["cost", "--example", "llama3-70b-serving"], env={"COLUMNS": "220"}).output
+    for d in data["candidates"][0]["deployments"]:
+        resale = f"-{d['residual_value']:,.0f}" if d["residual_value"] else "0"
+        cells = [f"{d['upfront_cost']:,.0f}", f"{d['running_monthly']:,.0f}", resale, f"{d['total_cost']:,.0f} EUR"]
+        row = next(ln for ln in out.splitlines() if d["option"] in ln and cells[-1] in ln)
+        shown = [c.strip() for c in row.split("│")]
+        i = shown.index(cells[0])
+        assert shown[i:i + 4] == cells, row
+
+
 def test_plan_fills_the_deployment_decision() -> None:
     res = run("plan", "--example", "llama3-70b-serving", "--format", "json", "--top", "2")
     assert res.exit_code == 0, res.output
