@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from gpuplan import api
 from gpuplan.catalog.loader import example_names, example_path, load_project
+from gpuplan.core.cost.deployments import median_rent
 from gpuplan.cli import app
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Budget
@@ -141,3 +142,16 @@ def test_a_serving_plan_tells_one_cost_per_million_tokens() -> None:
     assert figures, said
     assert {(float(n.replace(",", "")), cur) for n, cur in figures} == {(round(row.cost_per_million_tokens, 2),
                                                                          plan.currency)}
+
+
+def test_an_over_budget_rejection_names_the_prices_it_compared() -> None:
+    """A GPU with no rental price was rejected as "90,912 EUR to buy (the cheaper of buying and renting)"."""
+    bundle = api.load_bundle()
+    rented = median_rent(bundle.prices, bundle.fx)
+    checked = 0
+    for name in EXAMPLES:
+        for r in planned(name).rejected:
+            if r.code == "over-budget" and " to buy " in r.reason and r.gpu_id not in rented:
+                assert "(no rental price in the price lists)" in r.reason, r.reason
+                checked += 1
+    assert checked, "no example rejects an unrentable GPU on its purchase price"

@@ -180,7 +180,8 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             _reject(rejected, gpu, ps, servers, "latency", f"misses the latency target: {metric:,.1f} s per request "
                     f"on average against {target:g} s")
             return None
-    why = over_budget(cost, basis, proj.goals.budget, horizon, ctx.usd_to_budget, training)
+    why = over_budget(cost, basis, proj.goals.budget, horizon, ctx.usd_to_budget, training,
+                      price is not None and rent is not None)
     if why is not None:
         _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why)
         return None

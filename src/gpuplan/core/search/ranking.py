@@ -55,9 +55,9 @@ def budget_limit(budget: Budget, horizon: int) -> float:
 
 
 def over_budget(cost: float | None, basis: str | None, budget: Budget | None, horizon: int, usd_to_budget: float,
-                training: bool) -> str | None:
-    """Why a candidate's cost (USD, the cheaper of buying and renting) breaks goals.budget; None when it does not
-    (or there is no budget)."""
+                training: bool, both: bool = True) -> str | None:
+    """Why a candidate's cost (USD, the cheaper of buying and renting; `both` False: only one of them is priced)
+    breaks goals.budget; None when it does not (or there is no budget)."""
     if budget is None:
         return None
     if cost is None:
@@ -67,7 +67,9 @@ def over_budget(cost: float | None, basis: str | None, budget: Budget | None, ho
     if local <= limit:
         return None
     what = "to buy" if basis == "buy" else ("to rent for the run" if training else f"to rent for {horizon} months")
-    return (f"over budget: {local:,.0f} {budget.currency} {what} (the cheaper of buying and renting), budget "
+    which = ("the cheaper of buying and renting" if both else
+             "no rental price in the price lists" if basis == "buy" else "no purchase price in the catalog")
+    return (f"over budget: {local:,.0f} {budget.currency} {what} ({which}), budget "
             f"{limit:,.0f} {budget.currency}"
             + (f" ({budget.amount:,.0f}/month x {horizon} months)" if budget.period == "monthly" else ""))
 

@@ -68,7 +68,7 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
             rent = None if rate is None else (rate * ps * hours if tr.training else rate * ps * HOURS_PER_MONTH * horizon)
             options = [(v, k) for v, k in ((spec.price_usd, "buy"), (rent, "rent")) if v is not None]
             cost, basis = min(options) if options else (None, None)
-            why = over_budget(cost, basis, budget, horizon, inp.usd_to_budget, tr.training)
+            why = over_budget(cost, basis, budget, horizon, inp.usd_to_budget, tr.training, len(options) == 2)
             if why is not None:
                 rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1,
                                          code="no-price" if cost is None else "over-budget", reason=why))
