@@ -61,6 +61,16 @@ def cost_text(c: Candidate) -> str:
     return f"{total} over {months:,.0f} months ({d.running_monthly:,.0f}/month running)"
 
 
+#: a deployment's money columns, the lines that add up: upfront + per month x months - resale = total (docs/cost.md)
+MONEY_COLUMNS = ("upfront", "per month", "resale", "total")
+
+
+def money_cells(d: Deployment) -> tuple[str, str, str, str]:
+    """A deployment's MONEY_COLUMNS as the text tables show them (the running cost per month; resale negative)."""
+    return (f"{d.upfront_cost:,.0f}", f"{d.running_monthly:,.0f}",
+            f"-{d.residual_value:,.0f}" if d.residual_value else "0", f"{d.total_cost:,.0f} {d.currency}")
+
+
 def is_chosen(c: Candidate, d: Deployment) -> bool:
     return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
 
@@ -69,4 +79,5 @@ def chosen_deployment(c: Candidate) -> Deployment | None:
     return next((d for d in c.deployments if is_chosen(c, d)), None)
 
 
-__all__ = ["chosen_deployment", "cost_text", "is_chosen", "layout_text", "price_text", "time_text", "unchosen_gpus"]
+__all__ = ["MONEY_COLUMNS", "chosen_deployment", "cost_text", "is_chosen", "layout_text", "money_cells", "price_text",
+           "time_text", "unchosen_gpus"]

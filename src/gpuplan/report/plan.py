@@ -9,7 +9,16 @@ from rich.panel import Panel
 from rich.table import Table
 
 from gpuplan.core.layout_text import layout_items_text
-from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, price_text, time_text, unchosen_gpus
+from gpuplan.report.common import (
+    MONEY_COLUMNS,
+    chosen_deployment,
+    is_chosen,
+    layout_text,
+    money_cells,
+    price_text,
+    time_text,
+    unchosen_gpus,
+)
 from gpuplan.report.strict_json import dumps
 from gpuplan.report.terminal import render_text
 from gpuplan.schema.plan import FitResult, PlanResult
@@ -41,18 +50,15 @@ def render_costs_text(result: PlanResult, console: Console, top: int = 1) -> Non
     for c in result.candidates[:top]:
         t = Table(title=f"{c.servers} x {c.server.platform_name} with {c.gpus_per_server} x {c.gpu_id}: where it "
                         "lives and what it costs")
-        money = ("upfront", "per month", "resale", "total")  # the lines that add up (docs/cost.md), as in `plan`
-        for col in ("option", "provider", *money, "per run / per M tokens", "break-even"):
-            t.add_column(col, justify="right" if col in money else "left")
+        for col in ("option", "provider", *MONEY_COLUMNS, "per run / per M tokens", "break-even"):
+            t.add_column(col, justify="right" if col in MONEY_COLUMNS else "left")
         for d in c.deployments:
             unit = (f"{d.cost_per_run:,.0f} / run" if d.cost_per_run is not None else
                     f"{d.cost_per_million_tokens:,.2f} / M tok" if d.cost_per_million_tokens is not None else "-")
             be = ", ".join(f"vs {k}: " + ("never" if v is None else "now" if v == 0 else f"month {v:,.1f}")
                            for k, v in d.breakeven_months_vs.items())
             mark = "→ " if is_chosen(c, d) else ""
-            t.add_row(mark + d.option, d.provider, f"{d.upfront_cost:,.0f}", f"{d.running_monthly:,.0f}",
-                      f"-{d.residual_value:,.0f}" if d.residual_value else "0", f"{d.total_cost:,.0f} {d.currency}",
-                      unit, be)
+            t.add_row(mark + d.option, d.provider, *money_cells(d), unit, be)
         lines: list[object] = [t]
         if c.deployment is not None:
             lines.append("\n".join(f"· {r}" for r in c.deployment.reasons))

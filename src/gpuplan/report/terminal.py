@@ -16,7 +16,16 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan.report.common import cost_text, is_chosen, layout_text, price_text, time_text, unchosen_gpus
+from gpuplan.report.common import (
+    MONEY_COLUMNS,
+    cost_text,
+    is_chosen,
+    layout_text,
+    money_cells,
+    price_text,
+    time_text,
+    unchosen_gpus,
+)
 from gpuplan.schema.plan import Candidate, ChecklistItem, Deployment, PlanResult
 from gpuplan.units import GIB, fmt_gib, fmt_ram_gb
 
@@ -223,13 +232,11 @@ def _breakeven(d: Deployment) -> str:
 def _deployments(rec: Candidate) -> Table:
     t = Table(title="Deployment costs (→ chosen)",
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    money = ("upfront", "per month", "resale", "total")
-    for col in ("option", "provider", *money, "cheaper than"):
-        t.add_column(col, justify="right" if col in money else "left", no_wrap=col not in ("provider", "cheaper than"))
+    for col in ("option", "provider", *MONEY_COLUMNS, "cheaper than"):
+        t.add_column(col, justify="right" if col in MONEY_COLUMNS else "left",
+                     no_wrap=col not in ("provider", "cheaper than"))
     for d in rec.deployments:
-        t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, d.provider, f"{d.upfront_cost:,.0f}",
-                  f"{d.running_monthly:,.0f}", f"-{d.residual_value:,.0f}" if d.residual_value else "0",
-                  f"{d.total_cost:,.0f} {d.currency}", _breakeven(d))
+        t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, d.provider, *money_cells(d), _breakeven(d))
     for gap in rec.deployment.gaps if rec.deployment is not None else []:
         t.add_row("  " + gap.split(":")[0], gap.split(":", 1)[1].strip(), "", "", "", "", "")
     return t
