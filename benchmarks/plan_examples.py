@@ -9,10 +9,9 @@ Run: python benchmarks/plan_examples.py   (prints the Markdown table to paste in
 
 from __future__ import annotations
 
-import datetime
-
 from gpuplan.api import plan
 from gpuplan.catalog.loader import example_names, example_path
+from gpuplan.clock import plan_date
 from gpuplan.report.common import cost_text, time_text
 from gpuplan.schema.plan import Candidate, PlanResult
 
@@ -58,11 +57,12 @@ def evidence(c: Candidate) -> str:
 
 
 def main() -> None:
-    print(f"### Examples ({datetime.date.today()})\n")
+    when = plan_date()  # $GPUPLAN_AS_OF, else today
+    print(f"### Examples ({when})\n")
     print("| example | objective | recommendation | what it costs; how long | why | evidence |")
     print("|---|---|---|---|---|---|")
     for name in example_names():
-        result = plan(example_path(name))
+        result = plan(example_path(name), as_of=when)
         rec = result.recommendation
         assert rec is not None
         d = rec.deployment

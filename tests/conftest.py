@@ -1,11 +1,19 @@
-"""Shared fixtures: paths to the real Hugging Face configs in ../shared/hf-configs (read-only)."""
+"""Shared fixtures: paths to the real Hugging Face configs in ../shared/hf-configs (read-only); the date every plan
+of the suite is made for."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+#: the date the suite's plans are made for, whatever day it runs (prices age against it): set for this process and
+#: every server or command it starts (gpuplan.clock.AS_OF_ENV), so that no result depends on the calendar
+PLAN_DATE = datetime.date(2026, 12, 1)
+os.environ["GPUPLAN_AS_OF"] = PLAN_DATE.isoformat()
 
 ROOT = Path(__file__).resolve().parents[1]
 HF_CONFIGS = ROOT.parent / "shared" / "hf-configs"

@@ -1,4 +1,5 @@
-"""The Python API: glue between files and the pure core. The only place the API touches files."""
+"""The Python API: glue between files and the pure core. The only place the API touches files. Every plan is made
+for a date the caller can choose (`as_of`; gpuplan.clock.plan_date gives the default)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from gpuplan.catalog.loader import (
 )
 from gpuplan.catalog.prices import load_prices
 from gpuplan.catalog.server_rules import load_server_rules
+from gpuplan.clock import plan_date
 from gpuplan.collector import collector_paused
 from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
@@ -31,7 +33,7 @@ from gpuplan.errors import InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
 from gpuplan.schema.estimate import Note
-from gpuplan.schema.plan import FitResult, PlanResult
+from gpuplan.schema.plan import Evidence, FitResult, PlanResult
 from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
@@ -44,12 +46,13 @@ if TYPE_CHECKING:  # imported when a plan has a machine (the audit's modules are
 
 def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None = None, gpus: int | None = None,
              base_dir: Path | None = None, catalog: Catalog | None = None,
-             catalog_files: Sequence[str | Path] = ()) -> EstimateResult:
+             catalog_files: Sequence[str | Path] = (), as_of: datetime.date | None = None) -> EstimateResult:
     """Peak memory per GPU, FLOPs, and with a GPU the training or inference speed, for a project (a Project,
     a dict, or a project file path).
 
     `gpu`/`gpus` override the project's `hardware` section. Without hardware: one GPU, no parallelism.
-    `catalog_files` add or replace hardware rows (`--catalog`); `catalog` passes a loaded one."""
+    `catalog_files` add or replace hardware rows (`--catalog`); `catalog` passes a loaded one. `as_of`: the date the
+    estimate is made for (`plan_date`), which no row of `catalog_files` may postdate."""
     project, base_dir, framework_notes = _load_noted(project, base_dir)
     hw = project.hardware or Hardware()
     if gpus is not None:
@@ -60,7 +63,7 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
             raise InputError(["--gpus"], str(exc)) from None
     gpu_id = gpu or hw.gpu
     if catalog is None:
-        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
+        catalog = load_catalog(catalog_files, as_of=plan_date(as_of)) if catalog_files else builtin_catalog()
     gpu_row = catalog.gpus.find(gpu_id, ["--gpu"] if gpu else ["hardware", "gpu"]) if gpu_id else None
     catalog_notes: list[Note] = list(framework_notes)
     if gpu_row is not None and not catalog.gpus.origins[gpu_row.id].file.startswith("gpuplan/"):
@@ -170,14 +173,16 @@ def _load_noted(project: Project | dict[str, Any] | str | Path,
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
-                price_files: Sequence[str | Path] = ()) -> Bundle:
+                price_files: Sequence[str | Path] = (), as_of: datetime.date | None = None) -> Bundle:
     """The catalogs, prices and assumptions a plan is computed from: the built-in files plus the user's
-    (`--catalog`, `--prices`), loaded once; `catalog` passes an already loaded hardware catalog."""
+    (`--catalog`, `--prices`), loaded once; `catalog` passes an already loaded hardware catalog. `as_of`: the date
+    the plan is made for, which no row of the user's files may postdate (`plan_date`)."""
     if catalog is None and not catalog_files and not price_files:
         return _builtin_bundle()
+    when = plan_date(as_of)
     if catalog is None:
-        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
-    return _bundle(catalog, load_prices(price_files, gpu_ids=list(catalog.gpus.rows)))
+        catalog = load_catalog(catalog_files, as_of=when) if catalog_files else builtin_catalog()
+    return _bundle(catalog, load_prices(price_files, gpu_ids=list(catalog.gpus.rows), as_of=when))
 
 
 @lru_cache(maxsize=1)
@@ -190,24 +195,35 @@ def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
     host, needs = load_host_support()
     return Bundle(catalog=catalog, prices=prices, speed=load_speed_model(), table=load_activation_table(),
                   overheads=load_overheads(), rules=load_server_rules(), fx=load_fx(), host_support=host,
-                  platform_needs=needs, today=datetime.date.today(), serving=_serving_data())
+                  platform_needs=needs, serving=_serving_data())
+
+
+@lru_cache(maxsize=8)
+def _evidence(bundle: Bundle, as_of: datetime.date) -> dict[str, Evidence]:
+    """Each GPU's evidence for plans of one bundle and date, computed once (a Bundle hashes by identity: the
+    built-in one lives as long as the process)."""
+    return advise.plan_evidence(bundle, as_of)
 
 
 def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | None = None, top: int | None = None,
          headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
          catalog_files: Sequence[str | Path] = (), price_files: Sequence[str | Path] = (),
-         have: MachineSpec | str | Path | None = None) -> PlanResult:
+         have: MachineSpec | str | Path | None = None, as_of: datetime.date | None = None) -> PlanResult:
     """The servers to get for a project: candidates that fit (with headroom and planned growth) and meet the
     deadline and budget, ranked by the objective, with the decision checklist answered (core/advise.py). Raises
     InfeasibleError naming the binding constraint and the gap when nothing qualifies.
 
     `have`: the server the team already has (a MachineSpec, or the path of a `check --server` file): the plan then
     answers first whether it can do the job and how, and what to add, rent or buy for the rest (`PlanResult.have`,
-    core/owned/assess.py)."""
+    core/owned/assess.py).
+
+    `as_of`: the date the plan is made for (default: $GPUPLAN_AS_OF, else today; `plan_date`): quotes older than six
+    months on it are flagged and weigh less as evidence, and no row of the user's files may postdate it."""
+    when = plan_date(as_of)
     proj, base, framework_notes = _load_noted(project, base_dir)
     if headroom is not None:
         proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})
-    bundle = load_bundle(catalog=catalog, catalog_files=catalog_files, price_files=price_files)
+    bundle = load_bundle(catalog=catalog, catalog_files=catalog_files, price_files=price_files, as_of=when)
     if have is not None and proj.model.trace:
         raise InputError(["--have"], "needs a model the estimator sizes: a traced model (model.trace) is not "
                          "re-estimated on the owned server", "model.preset, model.hf or model.hf_config")
@@ -222,15 +238,16 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     model = _resolve(proj, base) if traced is None else None
     try:
         with collector_paused():
-            result = advise.plan(proj, bundle, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
-                                 objective=objective, top=top, clock=time.perf_counter)
+            result = advise.plan(proj, bundle, as_of=when, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
+                                 objective=objective, top=top, evidence=_evidence(bundle, when),
+                                 clock=time.perf_counter)
     except InfeasibleError as exc:
         if have is None or model is None:
             raise
         # nothing to buy or rent qualifies: the owned server may still do the job (else the error stands)
         from gpuplan.core.owned.assess import plan_without_candidates
 
-        result, infeasible = plan_without_candidates(proj, bundle, objective, str(exc)), exc
+        result, infeasible = plan_without_candidates(proj, bundle, objective, str(exc), when), exc
     else:
         infeasible = None
     if framework_notes:
@@ -252,14 +269,15 @@ def _median_rent(price_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] 
 
 def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int | None = None,
         headroom: float | None = None, base_dir: Path | None = None, catalog: Catalog | None = None,
-        catalog_files: Sequence[str | Path] = ()) -> FitResult:
+        catalog_files: Sequence[str | Path] = (), as_of: datetime.date | None = None) -> FitResult:
     """The largest micro-batch, sequence (context) and model scale that fit `gpus` x `gpu` with the project's
-    layout, with and without gradient checkpointing."""
+    layout, with and without gradient checkpointing. `as_of`: the date it is made for (`plan_date`), which no row
+    of `catalog_files` may postdate."""
     from gpuplan.core.sizing.fit import fit_limits
 
     proj, base = _load(project, base_dir)
     if catalog is None:
-        catalog = load_catalog(catalog_files) if catalog_files else builtin_catalog()
+        catalog = load_catalog(catalog_files, as_of=plan_date(as_of)) if catalog_files else builtin_catalog()
     row = catalog.gpus.find(gpu, ["--gpu"])
     hw = proj.hardware or Hardware()
     n = gpus or hw.gpus

@@ -351,3 +351,45 @@ def test_report_out_never_overwrites_without_force(tmp_path) -> None:
     assert res.exit_code == 0 and out.read_text().startswith("# gpuplan plan")
     res = runner.invoke(_app, ["plan", "--example", "llama3-8b-qlora", "--format", "md", "--lang", "de"])
     assert res.exit_code == 2 and "en, fr" in res.output
+
+
+# --- the date the plan is made for (issue #26) -----------------------------------------------------------------
+
+def test_as_of_is_the_plans_date_and_the_suite_pins_it() -> None:
+    # tests/conftest.py pins $GPUPLAN_AS_OF for every command it starts; --as-of replaces it
+    assert plan_json("llama3-8b-qlora")["as_of"] == "2026-12-01"
+    assert plan_json("llama3-8b-qlora", "--as-of", "2027-06-30")["as_of"] == "2027-06-30"
+
+
+def test_as_of_ages_the_quotes_a_year_later() -> None:
+    def stale_lines(data: dict[str, Any]) -> list[str]:
+        return [w for c in data["candidates"] for d in c["deployments"] for w in d["warnings"]
+                if w.startswith("prices older than 6 months")]
+
+    now, later = plan_json("llama3-8b-qlora", "--top", ALL), plan_json("llama3-8b-qlora", "--top", ALL,
+                                                                        "--as-of", "2027-12-01")
+    assert len(stale_lines(later)) > len(stale_lines(now))
+
+
+def test_a_bad_as_of_is_a_usage_error() -> None:
+    r = run("plan", "--example", "llama3-8b-qlora", "--as-of", "2026-13-01")
+    assert r.returncode == 2 and "--as-of" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bad_pinned_date_says_which_variable(tmp_path: Path) -> None:
+    import os
+
+    r = subprocess.run([sys.executable, "-m", "gpuplan", "plan", "--example", "llama3-8b-qlora"], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "GPUPLAN_AS_OF": "next week"})
+    assert r.returncode == 2 and "GPUPLAN_AS_OF" in r.stderr and "YYYY-MM-DD" in r.stderr, r.stderr
+
+
+def test_a_user_quote_dated_after_the_plan_is_refused(tmp_path: Path) -> None:
+    prices = tmp_path / "quotes.yaml"
+    prices.write_text("cloud:\n  - gpu_id: h100-sxm-80gb\n    provider: Our Cloud\n    kind: on-demand\n"
+                      "    price_per_gpu_hour: 2.5\n    currency: USD\n    source: our quote Q-1\n    as_of: 2026-11-20\n")
+    ok = run("plan", "--example", "llama3-8b-qlora", "--prices", str(prices), "--format", "json")
+    assert ok.returncode == 0, ok.stderr
+    r = run("plan", "--example", "llama3-8b-qlora", "--prices", str(prices), "--as-of", "2026-11-01")
+    assert r.returncode == 2 and "2026-11-20 is after the date the plan is made for (2026-11-01)" in r.stderr, r.stderr
+    assert str(prices) in r.stderr and "Traceback" not in r.stderr

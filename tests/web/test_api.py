@@ -51,6 +51,18 @@ def test_plan_options_are_the_cli_flags(client: Api) -> None:
     assert len(body["candidates"]) == 3 and body["objective"] == "time"
 
 
+def test_as_of_is_the_cli_flag_and_the_server_default_is_pinned(client: Api) -> None:
+    # the server inherits the suite's $GPUPLAN_AS_OF (tests/conftest.py); ?as_of= is `plan --as-of`
+    status, body, _ = client.call("POST", "/api/plan", example("llama3-8b-qlora"))
+    assert status == 200 and body["as_of"] == "2026-12-01"
+    code, out, _ = cli("plan", "--example", "llama3-8b-qlora", "--format", "json", "--as-of", "2027-12-01")
+    assert code == 0
+    status, body, _ = client.call("POST", "/api/plan?as_of=2027-12-01", example("llama3-8b-qlora"))
+    assert status == 200 and body["as_of"] == "2027-12-01" and timeless(body) == timeless(json.loads(out))
+    status, body, _ = client.call("POST", "/api/plan?as_of=tomorrow", example("llama3-8b-qlora"))
+    assert status == 422 and body["error"]["loc"] == ["query", "as_of"]
+
+
 def test_estimate_is_what_the_cli_prints(client: Api) -> None:
     code, out, _ = cli("estimate", "--example", "llama3-8b-qlora", "--gpu", "l40s", "--format", "json")
     assert code == 0

@@ -53,7 +53,8 @@ def _parse(text: str, path: str) -> dict[str, Any]:
     return data
 
 
-def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: bool) -> dict[str, list[CatalogRow]]:
+def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: bool,
+          as_of: datetime.date | None = None) -> dict[str, list[CatalogRow]]:
     out: dict[str, list[CatalogRow]] = {k: [] for k in KINDS}
     if user:
         unknown = [k for k in data if k not in KINDS and k != "schema_version"]
@@ -84,15 +85,23 @@ def _rows(data: Mapping[str, Any], path: str, kinds: Iterable[str], *, user: boo
                                    field=loc or None) from None
             if obj.id in seen:
                 raise CatalogError(path, f"id {clip(obj.id)} appears twice", row=obj.id, field="id")
-            if obj.as_of > datetime.date.today():
-                raise CatalogError(path, f"as_of {obj.as_of} is in the future", row=obj.id, field="as_of")
-            price = getattr(obj, "price", None)
-            if price is not None and price.as_of > datetime.date.today():
-                raise CatalogError(path, f"price.as_of {price.as_of} is in the future", row=obj.id,
-                                   field="price.as_of")
+            if as_of is not None:
+                check_dated(obj, path, as_of)
             seen.add(obj.id)
             out[kind].append(obj)
     return out
+
+
+def check_dated(obj: CatalogRow, path: str, as_of: datetime.date) -> None:
+    """A row (and its purchase price) is dated no later than `as_of`, the date the plan is made for: a quote from
+    after it is a typo, or a plan asked for a past date with newer quotes."""
+    if obj.as_of > as_of:
+        raise CatalogError(path, f"as_of {obj.as_of} is after the date the plan is made for ({as_of})", row=obj.id,
+                           field="as_of")
+    price = getattr(obj, "price", None)
+    if price is not None and price.as_of > as_of:
+        raise CatalogError(path, f"price.as_of {price.as_of} is after the date the plan is made for ({as_of})",
+                           row=obj.id, field="price.as_of")
 
 
 @lru_cache(maxsize=1)
@@ -117,8 +126,10 @@ def _check_aliases(kind: str, rows: dict[str, CatalogRow], origins: dict[str, Or
             owner[key] = row.id
 
 
-def load_catalog(user_files: Sequence[str | Path] = ()) -> Catalog:
-    """The built-in catalog, with the rows of `user_files` added or replacing built-ins by id."""
+def load_catalog(user_files: Sequence[str | Path] = (), *, as_of: datetime.date | None = None) -> Catalog:
+    """The built-in catalog, with the rows of `user_files` added or replacing built-ins by id. `as_of`: the date
+    the plan is made for, which no user row may postdate (None: not checked; the built-in rows are checked by the
+    test suite)."""
     builtin = _builtin()
     tables: dict[str, Table[Any]] = {}
     user_rows: list[tuple[str, dict[str, list[CatalogRow]]]] = []
@@ -128,7 +139,7 @@ def load_catalog(user_files: Sequence[str | Path] = ()) -> Catalog:
             text = reading.read_text(p)
         except reading.Unreadable as exc:
             raise CatalogError(str(p), exc.reason or exc.message) from None
-        user_rows.append((str(p), _rows(_parse(text, str(p)), str(p), KINDS, user=True)))
+        user_rows.append((str(p), _rows(_parse(text, str(p)), str(p), KINDS, user=True, as_of=as_of)))
     for kind, (_, fname, plural) in KINDS.items():
         rows: dict[str, CatalogRow] = {r.id: r for r in builtin[kind]}
         builtin_ids = set(rows)

@@ -19,14 +19,15 @@ from pydantic import ValidationError
 from gpuplan.catalog import reading
 from gpuplan.catalog.loader import SCHEMA_VERSIONS, read_toml
 from gpuplan.catalog.price_rules import check_reserved_below_on_demand
-from gpuplan.core.search.evidence import STALE_DAYS, is_stale
+from gpuplan.core.search.evidence import STALE_DAYS
 from gpuplan.errors import CatalogError, clip, suggest
 from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer, PriceBook
 
 TABLES = {"cloud": CloudPrice, "hosting": HostingOffer}
 
 
-def _rows(table: str, raw: Any, path: str, first_row: int = 1) -> list[Any]:
+def _rows(table: str, raw: Any, path: str, first_row: int = 1, as_of: datetime.date | None = None) -> list[Any]:
+    """The validated rows of one table; with `as_of` (the date the plan is made for), none may be dated after it."""
     model = TABLES[table]
     if not isinstance(raw, list):
         raise CatalogError(path, f"{table} must be a list of rows", field=table)
@@ -42,8 +43,9 @@ def _rows(table: str, raw: Any, path: str, first_row: int = 1) -> list[Any]:
             raise CatalogError(path, err["msg"].removeprefix("Value error, "),
                                row=ident[:80] if isinstance(ident, str) else i + first_row,
                                field=".".join(map(str, err["loc"])) or None) from None
-        if out[-1].as_of > datetime.date.today():
-            raise CatalogError(path, f"as_of {out[-1].as_of} is in the future", row=i + first_row, field="as_of")
+        if as_of is not None and out[-1].as_of > as_of:
+            raise CatalogError(path, f"as_of {out[-1].as_of} is after the date the plan is made for ({as_of})",
+                               row=i + first_row, field="as_of")
     return out
 
 
@@ -100,7 +102,7 @@ def _csv_rows(text: str, path: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _parse_user(path: Path) -> tuple[list[CloudPrice], list[HostingOffer]]:
+def _parse_user(path: Path, as_of: datetime.date | None) -> tuple[list[CloudPrice], list[HostingOffer]]:
     name = str(path)
     try:
         text = reading.read_text(path)
@@ -116,7 +118,7 @@ def _parse_user(path: Path) -> tuple[list[CloudPrice], list[HostingOffer]]:
         for table, rows in tables.items():
             for row in rows:
                 line = row.pop("_row")
-                parsed = _rows(table, [row], name, first_row=line)
+                parsed = _rows(table, [row], name, first_row=line, as_of=as_of)
                 (cloud if table == "cloud" else hosting).extend(parsed)
         return cloud, hosting
     try:
@@ -139,7 +141,8 @@ def _parse_user(path: Path) -> tuple[list[CloudPrice], list[HostingOffer]]:
     if data.get("schema_version", 1 if name.endswith((".yaml", ".yml")) else None) not in SCHEMA_VERSIONS:
         raise CatalogError(name, f"schema_version {clip(data.get('schema_version'))} is not one this gpuplan reads (1)",
                            field="schema_version")
-    return _rows("cloud", data.get("cloud", []), name), _rows("hosting", data.get("hosting", []), name)
+    return (_rows("cloud", data.get("cloud", []), name, as_of=as_of),
+            _rows("hosting", data.get("hosting", []), name, as_of=as_of))
 
 
 @lru_cache(maxsize=1)
@@ -164,13 +167,15 @@ def _builtin() -> PriceBook:
     return PriceBook(cloud=cloud, hosting=hosting, assumptions=assumptions)
 
 
-def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None) -> PriceBook:
+def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None, *,
+                as_of: datetime.date | None = None) -> PriceBook:
     """The built-in price lists with the user's rows added (a hosting offer with a built-in id replaces it).
-    `gpu_ids`: the catalog's GPUs, to refuse a price for a GPU the catalog does not know."""
+    `gpu_ids`: the catalog's GPUs, to refuse a price for a GPU the catalog does not know. `as_of`: the date the
+    plan is made for, which no user row may postdate (None: not checked)."""
     book = _builtin()
     cloud, hosting = list(book.cloud), {h.id: h for h in book.hosting}
     for f in user_files:
-        c, h = _parse_user(Path(f))
+        c, h = _parse_user(Path(f), as_of)
         for row in [*c, *h]:
             if gpu_ids is not None and row.gpu_id not in gpu_ids:
                 hint = suggest(row.gpu_id, gpu_ids)
@@ -185,9 +190,4 @@ def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | 
                      user_files=tuple(str(f) for f in user_files))
 
 
-def stale(as_of: datetime.date, today: datetime.date | None = None) -> bool:
-    """Older than STALE_DAYS on `today` (the machine's date when None): core.cost.deployments.is_stale."""
-    return is_stale(as_of, today or datetime.date.today())
-
-
-__all__ = ["PriceBook", "STALE_DAYS", "load_prices", "stale"]
+__all__ = ["PriceBook", "STALE_DAYS", "load_prices"]

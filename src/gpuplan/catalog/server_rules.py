@@ -52,8 +52,6 @@ def parse_server_rules(text: str, path: str = PATH) -> ServerRules:
             raise CatalogError(path, "source must be a non-empty string", row=rid, field="source")
         if not isinstance(row["as_of"], datetime.date) or isinstance(row["as_of"], datetime.datetime):
             raise CatalogError(path, "as_of must be a date (YYYY-MM-DD)", row=rid, field="as_of")
-        if row["as_of"] > datetime.date.today():
-            raise CatalogError(path, f"as_of {row['as_of']} is in the future", row=rid, field="as_of")
         values[rid] = row["value"]
         sources[rid] = row["source"]
         dates[rid] = row["as_of"]

@@ -26,9 +26,10 @@ def _list_rows(kind: str, row_id: str | None, files: list[Path] | None, where: l
                columns: Columns) -> None:
     from gpuplan.catalog.hardware import KINDS, load_catalog
     from gpuplan.catalog.listing import catalog_json, catalog_rows
+    from gpuplan.clock import plan_date
 
     try:
-        cat = load_catalog(files or [])
+        cat = load_catalog(files or [], as_of=plan_date())
         if as_json:
             from gpuplan.report.strict_json import dumps
 

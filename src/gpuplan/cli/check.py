@@ -109,6 +109,7 @@ def check(
         return
     from gpuplan.catalog.hardware import load_catalog
     from gpuplan.check import check_machine
+    from gpuplan.clock import plan_date
     from gpuplan.errors import InputError
     from gpuplan.probe import probe_machine, read_server_file
 
@@ -120,7 +121,7 @@ def check(
             raise InputError(["--disk-test"], "measures this machine; for an offer give disks[].read_gb_s in "
                                               "the server file")
         path = project_path(project, example, "check")
-        cat = load_catalog(catalog or [])
+        cat = load_catalog(catalog or [], as_of=plan_date())
         machine = probe_machine(disk_test, catalog=cat) if this_machine else read_server_file(server or Path(), cat)
         result = check_machine(path, machine, cat)
     except GpuplanError as exc:

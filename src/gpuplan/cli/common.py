@@ -4,6 +4,7 @@ Each command module imports this one and nothing else of gpuplan.cli. Only light
 that `gpuplan --help` starts fast: the API, the catalogs, the reports and the pydantic schema are imported inside
 the command bodies."""
 
+import datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
@@ -142,6 +143,11 @@ def write_out(out: Path, text: str, force: bool) -> None:
         raise InputError(["--out"], f"cannot write {out}: {exc.strerror or exc}") from None
 
 
+def day(as_of: datetime.datetime | None) -> datetime.date | None:
+    """`--as-of` as the date the API takes (typer parses it as a datetime)."""
+    return None if as_of is None else as_of.date()
+
+
 def project_path(project: Path | None, example: str | None, command: str) -> Path:
     """The project file given, or the built-in example named; exactly one of them."""
     if (project is None) == (example is None):
@@ -187,10 +193,14 @@ Headroom = Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fract
 CatalogFiles = Annotated[Optional[list[Path]], typer.Option(
     "--catalog", help="A file of your own rows (TOML or YAML, same schema); a row replaces the built-in one with "
                       "the same id. Repeatable.")]
+AsOf = Annotated[Optional[datetime.datetime], typer.Option(
+    "--as-of", formats=["%Y-%m-%d"], help="The date the plan is made for (default: $GPUPLAN_AS_OF, else today): "
+                                          "quotes older than six months on it are flagged and weigh less, and no "
+                                          "row of your --catalog or --prices files may postdate it.")]
 PriceFiles = Annotated[Optional[list[Path]], typer.Option(
     "--prices", help="A price list of your own (CSV or YAML: cloud GPU-hour prices, hosting offers), added to the "
                      "built-in ones. Repeatable.")]
 
-__all__ = ["BROKEN_PIPE_EXIT", "CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
-           "PlanFormat", "PriceFiles", "ProjectFile", "broken_pipe", "check_out", "console", "echo_examples", "exit_code", "fail", "fail_internal",
+__all__ = ["AsOf", "BROKEN_PIPE_EXIT", "CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
+           "PlanFormat", "PriceFiles", "ProjectFile", "broken_pipe", "check_out", "console", "day", "echo_examples", "exit_code", "fail", "fail_internal",
            "project_path", "state", "write_out"]

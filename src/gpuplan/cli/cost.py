@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gpuplan.cli.common import (
+    AsOf,
     CatalogFiles,
     Example,
     Format,
@@ -12,6 +13,7 @@ from gpuplan.cli.common import (
     PriceFiles,
     ProjectFile,
     console,
+    day,
     fail,
     project_path,
 )
@@ -28,6 +30,7 @@ def cost(
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
+    as_of: AsOf = None,
 ) -> None:
     """Where the recommended server lives and what it costs: buying it, managed hosting, cloud GPUs; total
     over the horizon, per month, per run or per million tokens, and the break-even between them."""
@@ -37,7 +40,7 @@ def cost(
     try:
         path = project_path(project, example, "plan")
         with progress("searching GPU servers and pricing them…"):
-            result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [])
+            result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [], as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     if format is Format.json:

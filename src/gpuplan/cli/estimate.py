@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.common import (
+    AsOf,
     CatalogFiles,
     Example,
     Format,
@@ -13,6 +14,7 @@ from gpuplan.cli.common import (
     OutputFormat,
     ProjectFile,
     console,
+    day,
     echo_examples,
     fail,
     project_path,
@@ -30,6 +32,7 @@ def estimate(
                                                           "project's model; alone, sizes serving it.")] = None,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
+    as_of: AsOf = None,
 ) -> None:
     """Peak GPU memory per GPU: weights, gradients, optimizer, activations, KV cache, at three levels."""
     if list_examples:
@@ -41,7 +44,8 @@ def estimate(
     try:
         source = _source(project, example, hf)
         with progress(f"fetching {hf} from the Hugging Face Hub…") if hf else nullcontext():
-            result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=catalog or [])  # type: ignore[arg-type]
+            result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=catalog or [],  # type: ignore[arg-type]
+                                  as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     if format is Format.json:

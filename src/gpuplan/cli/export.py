@@ -1,13 +1,14 @@
 """`gpuplan export`: the launcher configuration (Accelerate, DeepSpeed, torchrun, SkyPilot) that realises a
 candidate of the plan. Prints it, or writes it to --out without ever replacing an existing file unless --force."""
 
+import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from gpuplan.cli.common import Example, Objective, ProjectFile, fail, project_path, write_out
+from gpuplan.cli.common import AsOf, Example, Objective, ProjectFile, day, fail, project_path, write_out
 from gpuplan.errors import GpuplanError, InputError
 
 
@@ -33,13 +34,14 @@ def export_command(
         "--catalog", help="A file of your own catalog rows, as for `gpuplan plan`. Repeatable.")] = None,
     prices: Annotated[Optional[list[Path]], typer.Option(
         "--prices", help="A price list of your own, as for `gpuplan plan`. Repeatable.")] = None,
+    as_of: AsOf = None,
 ) -> None:
     """The launcher configuration that realises a candidate of the plan: Accelerate config YAML, DeepSpeed
     config JSON, torchrun command line or SkyPilot task YAML, with what to edit in its first lines."""
     try:
         path = project_path(project, example, "export")
         name, text = _export(path, to.value, candidate, objective.value if objective else None,
-                             catalog or [], prices or [])
+                             catalog or [], prices or [], day(as_of))
         if out is None:
             typer.echo(text, nl=False)
             return
@@ -50,7 +52,7 @@ def export_command(
 
 
 def _export(path: Path, target: str, index: int, objective: str | None, catalog: list[Path],
-            prices: list[Path]) -> tuple[str, str]:
+            prices: list[Path], as_of: datetime.date | None) -> tuple[str, str]:
     from gpuplan import api
     from gpuplan.catalog.loader import find_preset, load_project
     from gpuplan.core.export.targets import export
@@ -58,7 +60,8 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
 
     proj, base = load_project(path)
     with progress("searching GPU servers…"):
-        result = api.plan(proj, objective=objective, base_dir=base, catalog_files=catalog, price_files=prices)
+        result = api.plan(proj, objective=objective, base_dir=base, catalog_files=catalog, price_files=prices,
+                          as_of=as_of)
     cands = result.candidates
     if index >= len(cands):
         raise InputError(["--candidate"], f"the plan has {len(cands)} candidate(s)", f"0-{len(cands) - 1}")

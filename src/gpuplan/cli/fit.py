@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.common import (
+    AsOf,
     CatalogFiles,
     Example,
     Format,
@@ -12,6 +13,7 @@ from gpuplan.cli.common import (
     OutputFormat,
     ProjectFile,
     console,
+    day,
     fail,
     project_path,
 )
@@ -26,6 +28,7 @@ def fit(
     headroom: Headroom = None,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
+    as_of: AsOf = None,
 ) -> None:
     """On this hardware: the largest micro-batch, sequence (context) and model scale that fit, with and without
     gradient checkpointing."""
@@ -33,7 +36,7 @@ def fit(
 
     try:
         path = project_path(project, example, "fit")
-        result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=catalog or [])
+        result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=catalog or [], as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     from gpuplan.report.plan import render_fit_text, render_json

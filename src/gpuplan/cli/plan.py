@@ -1,5 +1,6 @@
 """`gpuplan plan`: which server to get, ranked candidates, in the terminal, as JSON or as a report document."""
 
+import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -7,6 +8,7 @@ import typer
 
 from gpuplan.cli.common import (
     PLAN_TOP,
+    AsOf,
     CatalogFiles,
     Example,
     Headroom,
@@ -17,6 +19,7 @@ from gpuplan.cli.common import (
     ProjectFile,
     check_out,
     console,
+    day,
     echo_examples,
     fail,
     project_path,
@@ -53,6 +56,7 @@ def plan(
                                                                "how, then what to add, rent or buy.")] = None,
     this_machine: Annotated[bool, typer.Option("--this-machine", help="Like --have, for this machine (probed: CPU, "
                                                                       "RAM, disks, NVIDIA GPUs).")] = False,
+    as_of: AsOf = None,
 ) -> None:
     """Which server to get: balanced candidates that fit, ranked, with the decision checklist answered.
     Exit 1 when nothing satisfies the project (the message names the binding constraint)."""
@@ -64,10 +68,10 @@ def plan(
 
     try:
         path = project_path(project, example, "plan")
-        owned = _owned(have, this_machine, catalog or [])
+        owned = _owned(have, this_machine, catalog or [], day(as_of))
         with progress("searching GPU servers…"):
             result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
-                              catalog_files=catalog or [], price_files=prices or [], have=owned)
+                              catalog_files=catalog or [], price_files=prices or [], have=owned, as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     try:
@@ -86,7 +90,8 @@ def plan(
         console(stderr=True).print(f"wrote {out}")
 
 
-def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> "MachineSpec | None":
+def _owned(have: Path | None, this_machine: bool, catalog: list[Path],
+           as_of: "datetime.date | None") -> "MachineSpec | None":
     """The server the team has: read from --have, probed with --this-machine, or None."""
     if have is None and not this_machine:
         return None
@@ -96,9 +101,10 @@ def _owned(have: Path | None, this_machine: bool, catalog: list[Path]) -> "Machi
         raise InputError(["--have"], "give one of --have FILE (a server file) and --this-machine (probe this "
                                      "machine), not both")
     from gpuplan.catalog.hardware import load_catalog
+    from gpuplan.clock import plan_date
     from gpuplan.probe import probe_machine, read_server_file
 
-    cat = load_catalog(catalog)
+    cat = load_catalog(catalog, as_of=plan_date(as_of))
     return probe_machine(catalog=cat) if this_machine else read_server_file(have or Path(), cat)
 
 

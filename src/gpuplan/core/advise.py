@@ -6,6 +6,7 @@ size the need (core/sizing), search and rank the servers (core/search, core/serv
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from functools import partial
 
@@ -21,7 +22,7 @@ from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import Candidate, GrowthRow, PlanResult, Rejected
+from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanResult, Rejected
 from gpuplan.schema.project import Objective, Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money
@@ -30,13 +31,15 @@ from gpuplan.units import fmt_money
 BINDING_ORDER = ("over-budget", "deadline", "latency", "no-fit-after-growth", "no-fit")
 
 
-def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, traced: CustomTraceResult | None = None,
-         objective: Objective | None = None, top: int | None = None,
-         clock: Callable[[], float] = lambda: 0.0) -> PlanResult:
+def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelArch | None = None,
+         traced: CustomTraceResult | None = None, objective: Objective | None = None, top: int | None = None,
+         evidence: dict[str, Evidence] | None = None, clock: Callable[[], float] = lambda: 0.0) -> PlanResult:
     """The servers to get for `project` (its model as `arch`, or as `traced`): candidates that fit (with headroom
     and planned growth) and meet the deadline and budget, ranked by the objective, with the decision checklist
     answered. Raises InfeasibleError naming the binding constraint and the gap when nothing qualifies.
-    `clock` (seconds) times the search for stats.search_seconds."""
+    `as_of`: the date the plan is made for (prices older than six months on it are stale). `evidence`: each GPU's
+    (`plan_evidence(bundle, as_of)`, which a caller planning often keeps). `clock` (seconds) times the search for
+    stats.search_seconds."""
     obj = objective or project.goals.objective
     catalog = bundle.catalog
     currency = project.goals.budget.currency if project.goals.budget else "USD"
@@ -51,14 +54,14 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
         currency=currency,
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),
-        clock=clock, evidence=evidence_by_gpu(catalog.gpus.rows.values(), bundle.speed, bundle.prices, bundle.today),
+        clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )
     if traced is not None:
         out = search_traced(inp, traced, obj)
     else:
         out = search(inp, obj, growth_top=top, top=top)
-    shown, over = _within_budget(project, out, bundle, currency, top)
+    shown, over = _within_budget(project, out, bundle, currency, top, as_of)
     if not shown:
         raise InfeasibleError(binding_constraint([*out.rejected, *over]))
     rejected = [*out.rejected, *over]
@@ -79,7 +82,13 @@ def plan(project: Project, bundle: Bundle, *, arch: ModelArch | None = None, tra
                       rejected=rejected, checklist=checklist, faq=faq,
                       stats=out.stats, notes=notes,
                       headroom=memory_headroom(project), growth_view=_shown_growth(out, shown), currency=currency,
-                      usd_rate=bundle.fx[currency])
+                      usd_rate=bundle.fx[currency], as_of=as_of)
+
+
+def plan_evidence(bundle: Bundle, as_of: datetime.date) -> dict[str, Evidence]:
+    """How well each GPU's speed and prices are known on `as_of` (core/search/evidence.py): the same for every
+    plan of one bundle and date."""
+    return evidence_by_gpu(bundle.catalog.gpus.rows.values(), bundle.speed, bundle.prices, as_of)
 
 
 def _shown_growth(out: SearchOutput, shown: list[Candidate]) -> list[GrowthRow]:
@@ -88,8 +97,8 @@ def _shown_growth(out: SearchOutput, shown: list[Candidate]) -> list[GrowthRow]:
     return [g for g in out.growth_view if (g.gpu_id, g.gpus_per_server, g.servers) in keys]
 
 
-def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency: str,
-                   top: int | None) -> tuple[list[Candidate], list[Rejected]]:
+def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency: str, top: int | None,
+                   as_of: datetime.date) -> tuple[list[Candidate], list[Rejected]]:
     """The first `top` ranked candidates (all when None) whose chosen deployment costs no more than goals.budget,
     each with its deployment options: the budget is checked against the very total the report shows. The
     candidates over it are returned as rejections."""
@@ -98,7 +107,7 @@ def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency
     over: list[Rejected] = []
     for i, k in enumerate(out.ranked):
         c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
-        c = with_deployments(project, [c], bundle.prices, bundle.fx, currency, bundle.today)[0]
+        c = with_deployments(project, [c], bundle.prices, bundle.fx, currency, as_of)[0]
         chosen = c.deployment
         if budget is not None and chosen is not None and chosen.total_cost > budget_limit(budget, horizon):
             over.append(Rejected(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
@@ -143,4 +152,4 @@ def binding_constraint(rejected: list[Rejected]) -> str:
     return "no GPU is allowed by the constraints (constraints.gpus, exclude_gpus, datacenter_only)"
 
 
-__all__ = ["BINDING_ORDER", "binding_constraint", "plan"]
+__all__ = ["BINDING_ORDER", "binding_constraint", "plan", "plan_evidence"]

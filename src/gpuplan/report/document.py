@@ -195,6 +195,8 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
     check_lang(lang)
     rec = result.recommendation
     out = [f"# {t('title', lang, project=result.project)}", ""]
+    if result.as_of is not None:
+        out += [t("made_for", lang, date=result.as_of.isoformat()), ""]
     if result.have is not None:  # the server the team has comes first (plan --have); its texts are English
         h = result.have
         out += ["## The server you have", "", have_lines(h)[0], "", f"**{have_lines(h)[1]}**", ""]
@@ -308,6 +310,8 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     out = ["<!DOCTYPE html>", f'<html lang="{lang}">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
            f"<style>\n{CSS}\n</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>"]
+    if result.as_of is not None:
+        out.append(f"<p>{_e(t('made_for', lang, date=result.as_of.isoformat()))}</p>")
     if result.have is not None:
         h = result.have
         out += ["<h2>The server you have</h2>", f"<p>{_e(have_lines(h)[0])}</p>",

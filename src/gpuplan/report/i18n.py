@@ -10,6 +10,8 @@ LANGS = ("en", "fr")
 #: key -> (English, French); `{name}` fields are filled by `t(key, lang, name=...)`
 STRINGS: dict[str, tuple[str, str]] = {
     "title": ("gpuplan plan: {project}", "gpuplan plan : {project}"),
+    "made_for": ("Plan made for {date}: prices are judged as of that date.",
+                 "Plan établi pour le {date} : les prix sont jugés à cette date."),
     "h_verdict": ("Verdict", "Verdict"),
     "h_server": ("Recommended server", "Serveur recommandé"),
     "h_candidates": ("Candidates", "Configurations candidates"),

@@ -1,8 +1,8 @@
 """Everything a plan is computed from besides the project: the hardware catalog, the prices, the speed and memory
 assumptions, the server rules and the exchange rates, loaded once by `gpuplan.api` (built-in files plus the
-user's --catalog and --prices) and handed to the pure core, with the date the plan is made on."""
+user's --catalog and --prices) and handed to the pure core. Nothing in it depends on the date: the date a plan is
+made for is the plan's own input (`core.advise.plan`'s `as_of`), so one loaded bundle serves plans of any date."""
 
-import datetime
 from dataclasses import dataclass
 
 from gpuplan.schema.catalog import Catalog
@@ -26,8 +26,6 @@ class Bundle:
     #: what a host must support, by GPU generation and by platform need (data/host_support.toml)
     host_support: dict[str, str]
     platform_needs: dict[str, str]
-    #: the date prices are judged stale against
-    today: datetime.date
     #: the serving engine's facts (data/serving.toml): serving plans and estimates need them
     serving: ServingData | None = None
 

@@ -295,6 +295,9 @@ class PlanResult(_Out):
     #: prices (price_usd, cost_usd) are converted with it for display
     currency: str = "USD"
     usd_rate: float = 1.0
+    #: the date the plan is made for (`--as-of`, default the day it runs): quotes older than six months on it are
+    #: flagged and count as weaker evidence
+    as_of: datetime.date | None = None
     #: `plan --have` / `--this-machine`: the server the team has, first (left out of the JSON without it)
     have: HaveResult | None = None
 

@@ -4,6 +4,7 @@ prints for the same project. The page (static/) does no arithmetic; it only call
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from collections.abc import Sequence
@@ -44,6 +45,9 @@ ProjectBody = Annotated[dict[str, Any], Body(description="A project, as in a pro
 TopQuery = Annotated[int, Query(ge=1, le=100, description="How many candidates to return.")]
 HeadroomQuery = Annotated[float | None, Query(ge=0.0, le=0.8, description="Fraction of GPU memory kept free "
                                                                            f"(default: the project's, else {MEMORY_HEADROOM:.2f}).")]
+AsOfQuery = Annotated[datetime.date | None, Query(description="The date the plan is made for (YYYY-MM-DD; default: "
+                                                             "the server's $GPUPLAN_AS_OF, else today): quotes older "
+                                                             "than six months on it are flagged and weigh less.")]
 ScenarioId = Annotated[int, FastApiPath(ge=1, le=MAX_ID, description="A scenario's id (GET /api/scenarios)")]
 
 
@@ -126,20 +130,21 @@ def create_app(*, db_path: Path | None = None, catalog_files: Sequence[str | Pat
 
 
 def _plan_routes(app: FastAPI, planner: Planner) -> None:
-    def plan_result(project: dict[str, Any], objective: str | None, top: int, headroom: float | None) -> PlanResult:
-        return planner.plan(web_project(project), objective, top, headroom)
+    def plan_result(project: dict[str, Any], objective: str | None, top: int, headroom: float | None,
+                    as_of: datetime.date | None) -> PlanResult:
+        return planner.plan(web_project(project), objective, top, headroom, as_of)
 
     @app.post("/api/plan", response_model=None, responses={200: {"model": PlanResult}},
               summary="The plan: what `gpuplan plan --format json` prints")
     def post_plan(project: ProjectBody, objective: Objective | None = None, top: TopQuery = api.PLAN_TOP,
-                  headroom: HeadroomQuery = None) -> Response:
-        return json_response(plan_result(project, objective, top, headroom))
+                  headroom: HeadroomQuery = None, as_of: AsOfQuery = None) -> Response:
+        return json_response(plan_result(project, objective, top, headroom, as_of))
 
     @app.post("/api/summary", response_model=None, responses={200: {"model": PlanSummary}},
               summary="The plan's recommendation as labelled lines (the page's verdict box and scenario comparison)")
     def post_summary(project: ProjectBody, objective: Objective | None = None, top: TopQuery = api.PLAN_TOP,
-                     headroom: HeadroomQuery = None) -> Response:
-        return json_response(summarize(plan_result(project, objective, top, headroom)))
+                     headroom: HeadroomQuery = None, as_of: AsOfQuery = None) -> Response:
+        return json_response(summarize(plan_result(project, objective, top, headroom, as_of)))
 
     @app.post("/api/estimate", response_model=None, responses={200: {"model": EstimateResult}},
               summary="Memory, FLOPs and speed: what `gpuplan estimate --format json` prints")
@@ -154,10 +159,10 @@ def _plan_routes(app: FastAPI, planner: Planner) -> None:
               summary="The plan report: what `gpuplan plan --format html|md` writes")
     def post_report(project: ProjectBody, format: Literal["html", "md"] = "html", lang: Literal["en", "fr"] = "en",
                     objective: Objective | None = None, top: TopQuery = api.PLAN_TOP,
-                    headroom: HeadroomQuery = None) -> Response:
+                    headroom: HeadroomQuery = None, as_of: AsOfQuery = None) -> Response:
         from gpuplan.report.document import render_html, render_markdown
 
-        result = plan_result(project, objective, top, headroom)
+        result = plan_result(project, objective, top, headroom, as_of)
         if format == "md":
             return PlainTextResponse(render_markdown(result, lang=lang), media_type="text/markdown; charset=utf-8")
         return HTMLResponse(render_html(result, lang=lang))

@@ -1,6 +1,6 @@
 """Plans for the web API: each within a time budget, and the last ones kept, keyed on everything a plan is
-computed from (the project, the options, the content of the --catalog and --prices files, and today's date, which
-ages prices), so an edited price file is never answered with a plan computed from its old content."""
+computed from (the project, the options, the content of the --catalog and --prices files, and the date the plan is
+made for, which ages prices), so an edited price file is never answered with a plan computed from its old content."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from gpuplan import api
 from gpuplan.catalog.hardware import Catalog, load_catalog
+from gpuplan.clock import plan_date
 from gpuplan.errors import CatalogError
 from gpuplan.schema.plan import PlanResult
 from gpuplan.web.errors import WebError
@@ -84,8 +85,9 @@ class Planner:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, PlanResult] = OrderedDict()
         self._catalog_key = files_digest(self.catalog_files)
-        self._catalog = load_catalog(self.catalog_files)  # checked once, at start: a bad file stops `serve`
-        load_prices(self.price_files, list(self._catalog.gpus.rows))  # likewise
+        # checked once, at start: a bad file stops `serve`
+        self._catalog = load_catalog(self.catalog_files, as_of=plan_date())
+        load_prices(self.price_files, list(self._catalog.gpus.rows), as_of=plan_date())  # likewise
         self.computed = 0  # plans computed (not answered from the cache): for the tests
 
     def catalog(self) -> Catalog:
@@ -96,24 +98,26 @@ class Planner:
         key = files_digest(self.catalog_files)
         with self._lock:
             if key != self._catalog_key:
-                self._catalog, self._catalog_key = load_catalog(self.catalog_files), key
+                self._catalog, self._catalog_key = load_catalog(self.catalog_files, as_of=plan_date()), key
             return self._catalog, key
 
-    def plan(self, project: dict[str, Any], objective: str | None, top: int, headroom: float | None) -> PlanResult:
-        """The plan; the page asks for the JSON, the summary and the report of one project in a row, so the last
-        plans are kept (results are never modified after they are made)."""
+    def plan(self, project: dict[str, Any], objective: str | None, top: int, headroom: float | None,
+             as_of: datetime.date | None = None) -> PlanResult:
+        """The plan for `as_of` (plan_date: the server's $GPUPLAN_AS_OF, else today, when None); the page asks for
+        the JSON, the summary and the report of one project in a row, so the last plans are kept (results are never
+        modified after they are made)."""
         catalog, catalog_key = self._current()
+        when = plan_date(as_of)
         text = json.dumps(project, sort_keys=True)
         key = hashlib.sha256(json.dumps([text, objective, top, headroom, catalog_key,
-                                         files_digest(self.price_files),
-                                         datetime.date.today().isoformat()]).encode()).hexdigest()
+                                         files_digest(self.price_files), when.isoformat()]).encode()).hexdigest()
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         result = within_budget(lambda: api.plan(json.loads(text), objective=objective, top=top, headroom=headroom,
                                                 catalog=catalog, catalog_files=self.catalog_files,
-                                                price_files=self.price_files), self.budget_s)
+                                                price_files=self.price_files, as_of=when), self.budget_s)
         with self._lock:
             self.computed += 1
             self._cache[key] = result

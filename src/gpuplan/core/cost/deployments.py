@@ -1,6 +1,6 @@
 """Each shown candidate's ways to get it (buy and host on-premises, rent managed dedicated servers, cloud GPUs),
 priced over the horizon from the price book (core/cost/tco.py), and the reference rent the search ranks with.
-Pure: the date prices are judged stale against is passed in."""
+Pure: the date prices are judged stale against (the plan's `as_of`) is passed in."""
 
 from __future__ import annotations
 
@@ -49,8 +49,9 @@ def cost_assumptions(proj: Project, book: PriceBook, fx: dict[str, float], curre
 
 
 def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx: dict[str, float], currency: str,
-                     today: datetime.date) -> list[Candidate]:
-    """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen."""
+                     as_of: datetime.date) -> list[Candidate]:
+    """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen; quotes older
+    than six months on `as_of` are flagged."""
     dep = proj.deployment
     production = proj.goals.purpose == "production"
     assumptions = cost_assumptions(proj, book, fx, currency)
@@ -73,8 +74,8 @@ def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx:
         cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
                         price=None if c.price_usd is None else c.price_usd * fx[currency], power_w=c.server.power_w)
         deps = compare(cfg, use, book.cloud, book.hosting, assumptions, fx, currency, list(dep.options))
-        old = [p for p in book.cloud if p.gpu_id == c.gpu_id and is_stale(p.as_of, today)]
-        old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and is_stale(h.as_of, today)]
+        old = [p for p in book.cloud if p.gpu_id == c.gpu_id and is_stale(p.as_of, as_of)]
+        old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and is_stale(h.as_of, as_of)]
         if old or old_h:
             deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
                 sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})

@@ -6,6 +6,7 @@ resolved model, the bundle and the plan go in; a HaveResult comes out."""
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 
 from gpuplan.core.audit.machine import MachineGpu, MachineSpec, job_gpus, layout_for
@@ -53,7 +54,8 @@ def assess_owned(project: Project, arch: ModelArch, model_name: str, machine: Ma
                       how=how, ways=ways, options=options, notes=notes + list(machine.notes))
 
 
-def plan_without_candidates(project: Project, bundle: Bundle, objective: str | None, reason: str) -> PlanResult:
+def plan_without_candidates(project: Project, bundle: Bundle, objective: str | None, reason: str,
+                            as_of: datetime.date) -> PlanResult:
     """The plan when nothing to buy or rent qualifies (the binding constraint as a note), so that the owned
     server's answer can still be given: no recommendation, no candidates."""
     currency = project.goals.budget.currency if project.goals.budget else "USD"
@@ -62,7 +64,7 @@ def plan_without_candidates(project: Project, bundle: Bundle, objective: str | N
                       stats=PlanStats(candidates_evaluated=0, search_seconds=0.0, gpu_types=0),
                       notes=[Note(code="no-candidate", severity="warning", message=reason)],
                       headroom=project.constraints.memory_headroom, currency=currency,
-                      usd_rate=bundle.fx[currency])
+                      usd_rate=bundle.fx[currency], as_of=as_of)
 
 
 def _base_layout(job: Job) -> Layout:
