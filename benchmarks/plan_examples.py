@@ -36,7 +36,7 @@ def reason(result: PlanResult) -> str:
         vs = f"ranked first by {result.objective} over {shape(other)} ({time_text(other)}, {cost_text(other)})"
         better_time = (other.time_hours or other.request_latency_s or 0) < (rec.time_hours or rec.request_latency_s
                                                                             or 0)
-        better_cost = (other.cost_usd or 0) < (rec.cost_usd or 0)
+        better_cost = (other.cost or 0) < (rec.cost or 0)
         if result.objective == "time" and better_time or result.objective == "cost" and better_cost:
             vs += ": within the estimates' 10% (ranking.SAME), so the " + (
                 "fewer GPUs" if rec.gpus_per_server * rec.servers < other.gpus_per_server * other.servers

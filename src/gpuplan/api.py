@@ -10,10 +10,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.catalog.currency import in_currency, usd_figures
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
 from gpuplan.catalog.loader import (
     load_activation_table,
     load_fx,
+    load_fx_dates,
     load_host_support,
     load_overheads,
     load_project,
@@ -195,7 +197,13 @@ def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
     host, needs = load_host_support()
     return Bundle(catalog=catalog, prices=prices, speed=load_speed_model(), table=load_activation_table(),
                   overheads=load_overheads(), rules=load_server_rules(), fx=load_fx(), host_support=host,
-                  platform_needs=needs, serving=_serving_data())
+                  platform_needs=needs, serving=_serving_data(), fx_as_of=load_fx_dates())
+
+
+@lru_cache(maxsize=8)
+def _in_currency(bundle: Bundle, currency: str) -> Bundle:
+    """`bundle` converted into `currency`, once per bundle (a Bundle hashes by identity)."""
+    return in_currency(bundle, currency)
 
 
 @lru_cache(maxsize=8)
@@ -236,9 +244,11 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
             have = read_server_file(have, bundle.catalog)
     traced = _trace_project(proj, base) if proj.model.trace else None
     model = _resolve(proj, base) if traced is None else None
+    currency = advise.plan_currency(proj)
+    money = _in_currency(bundle, currency)  # one currency inside the core: the plan's
     try:
         with collector_paused():
-            result = advise.plan(proj, bundle, as_of=when, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
+            result = advise.plan(proj, money, as_of=when, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
                                  objective=objective, top=top, evidence=_evidence(bundle, when),
                                  clock=time.perf_counter)
     except InfeasibleError as exc:
@@ -247,24 +257,25 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         # nothing to buy or rent qualifies: the owned server may still do the job (else the error stands)
         from gpuplan.core.owned.assess import plan_without_candidates
 
-        result, infeasible = plan_without_candidates(proj, bundle, objective, str(exc), when), exc
+        result, infeasible = plan_without_candidates(proj, money, objective, str(exc), when), exc
     else:
         infeasible = None
+    result = usd_figures(result, bundle.fx[currency])
     if framework_notes:
         result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})
     if have is None or model is None:
         return result
     from gpuplan.core.owned.assess import assess_owned
 
-    owned = assess_owned(proj, model.arch, model.name, have, bundle, result)
+    owned = assess_owned(proj, model.arch, model.name, have, money, result)
     if infeasible is not None and not owned.can_do:
         raise infeasible
     return result.model_copy(update={"have": owned})
 
 
-def _median_rent(price_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None) -> dict[str, float]:
+def _median_rent(price_files: Sequence[str | Path] = ()) -> dict[str, float]:
     """Median on-demand cloud price per GPU-hour (USD) by GPU: what renting the GPUs for a run costs."""
-    return median_rent(load_prices(price_files, gpu_ids=gpu_ids), load_fx())
+    return median_rent(_in_currency(load_bundle(price_files=price_files), "USD").prices)
 
 
 def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int | None = None,

@@ -236,10 +236,10 @@ def test_assumptions_consistent_with_each_other() -> None:
 
 
 def test_assumptions_cover_the_cost_model_inputs() -> None:
-    """Every data id the cost model reads (gpuplan.core.cost.tco.INPUTS) is in tco.toml, or is one of the inputs the
+    """Every data id the cost model reads (gpuplan.core.cost.inputs.INPUTS) is in tco.toml, or is one of the inputs the
     file's header lists as unsourced."""
-    tco = pytest.importorskip("gpuplan.core.cost.tco")
-    wanted = {data_id for _key, data_id, _money, _neutral in tco.INPUTS if data_id}
+    tco = pytest.importorskip("gpuplan.core.cost.inputs")
+    wanted = {data_id for _key, data_id, _neutral in tco.INPUTS if data_id}
     missing = wanted - set(BY_ID) - UNSOURCED
     assert not missing, missing
     header = (DATA / "tco.toml").read_text(encoding="utf-8").split("schema_version")[0]

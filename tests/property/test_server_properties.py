@@ -159,7 +159,7 @@ def test_the_figures_alone_are_the_full_build_without_its_lines(needs):
     assert fast_why == why
     # and what the search compares of it (server_price: no spec made) is that server's price, or the same reason
     assert server_price(needs, CATALOG, RULES) == ((False, None, why) if full is None else
-                                                  (True, full.price_usd, None))
+                                                  (True, full.price, None))
     if full is None:
         assert fast is None
         return

@@ -65,7 +65,7 @@ def test_h100_pretraining_node_is_an_hgx_box_like_a_dgx_h100():
     assert any("PCIe switches" in r for r in spec.reasons)
     assert not any("PCIe lanes short" in w for w in spec.warnings)
     # multi-node: the server's share of the cluster network is in the price (Epoch: +23.5%)
-    assert spec.price_usd is not None and any("cluster_interconnect_price_fraction" in r for r in spec.reasons)
+    assert spec.price is not None and any("cluster_interconnect_price_fraction" in r for r in spec.reasons)
     assert any("ram_to_vram_ratio" in r and "640 GB VRAM" in r for r in spec.reasons)
 
 
@@ -112,7 +112,7 @@ def test_four_l40s_inference_in_production():
     assert any("N+N" in r for r in spec.reasons)
     assert any("tensor parallel 4 over PCIe" in w for w in spec.warnings)
     assert spec.ram_bytes >= 2 * 4 * 48 * GIB
-    assert spec.price_usd is None  # no dated L40S price in the catalog
+    assert spec.price is None  # no dated L40S price in the catalog
     experiment, _ = build(gpu_id="l40s-48gb", gpus_per_server=4, purpose="experiment", tensor_parallel=4,
                           dataset_bytes=0, checkpoint_bytes=1.4e11, weights_bytes=1.4e11)
     assert experiment is not None and experiment.psu_w < spec.psu_w

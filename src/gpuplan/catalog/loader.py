@@ -144,14 +144,23 @@ def load_host_support() -> tuple[dict[str, str], dict[str, str]]:
 @lru_cache(maxsize=1)
 def load_fx() -> dict[str, float]:
     """Units of each currency per US dollar (data/fx.toml)."""
+    return {c: rate for c, (rate, _) in _fx_rows().items()}
+
+
+def load_fx_dates() -> dict[str, datetime.date]:
+    """The date of each rate of data/fx.toml."""
+    return {c: when for c, (_, when) in _fx_rows().items()}
+
+
+def _fx_rows() -> dict[str, tuple[float, datetime.date]]:
     path = "gpuplan/data/fx.toml"
     data = _read_toml(_data_text("fx.toml"), path)
-    rates: dict[str, float] = {}
+    rates: dict[str, tuple[float, datetime.date]] = {}
     for i, row in enumerate(data.get("rate", [])):
         for key in ("currency", "per_usd", "source", "as_of"):
             if key not in row:
                 raise CatalogError(path, f"missing {key}", row=row.get("currency", i), field=key)
-        rates[row["currency"]] = float(row["per_usd"])
+        rates[row["currency"]] = (float(row["per_usd"]), row["as_of"])
     return rates
 
 
@@ -379,6 +388,6 @@ def example_path(name: str) -> Path:
 
 
 __all__ = ["ModelPreset", "param_rows", "ResolvedModel", "example_names", "example_path", "find_preset",
-           "load_activation_table", "load_fx", "load_host_support", "load_overheads", "load_presets", "load_project", "load_speed_model",
+           "load_activation_table", "load_fx", "load_fx_dates", "load_host_support", "load_overheads", "load_presets", "load_project", "load_speed_model",
            "parse_project",
            "resolve_model", "translate_validation_error"]

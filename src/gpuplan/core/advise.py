@@ -42,18 +42,18 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     stats.search_seconds."""
     obj = objective or project.goals.objective
     catalog = bundle.catalog
-    currency = project.goals.budget.currency if project.goals.budget else "USD"
-    rate = bundle.fx[currency]
+    currency = plan_currency(project)
+    if bundle.currency != currency:
+        raise ValueError(f"the bundle's amounts are in {bundle.currency or 'the currencies of their sources'}, the "
+                         f"plan's in {currency}: convert it first (gpuplan.catalog.currency.in_currency)")
     inp = SearchInputs(
         project=project, arch=arch,  # type: ignore[arg-type]
         grown_arch=grow_arch(arch, project.growth.model_scale) if arch is not None else None,  # type: ignore[arg-type]
         catalog=catalog, speed=bundle.speed, table=bundle.table, overheads=bundle.overheads,
-        build_server=partial(build_server, catalog=catalog, rules=bundle.rules,  # its reasons in the plan's currency
-                             money=lambda usd: fmt_money(usd * rate, currency)),
-        server_price=partial(server_price, catalog=catalog, rules=bundle.rules), usd_to_budget=rate,
-        currency=currency,
+        build_server=partial(build_server, catalog=catalog, rules=bundle.rules, currency=currency),
+        server_price=partial(server_price, catalog=catalog, rules=bundle.rules), currency=currency,
         # the server builder prices the cluster network into each server
-        rent_per_gpu_hour=median_rent(bundle.prices, bundle.fx), checkpoints_kept=int(bundle.rules.checkpoints_kept),
+        rent_per_gpu_hour=median_rent(bundle.prices), checkpoints_kept=int(bundle.rules.checkpoints_kept),
         clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )
@@ -82,7 +82,12 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
                       rejected=rejected, checklist=checklist, faq=faq,
                       stats=out.stats, notes=notes,
                       headroom=memory_headroom(project), growth_view=_shown_growth(out, shown), currency=currency,
-                      usd_rate=bundle.fx[currency], as_of=as_of)
+                      as_of=as_of)
+
+
+def plan_currency(project: Project) -> str:
+    """The currency a plan is made in: its budget's, else USD."""
+    return project.goals.budget.currency if project.goals.budget else "USD"
 
 
 def plan_evidence(bundle: Bundle, as_of: datetime.date) -> dict[str, Evidence]:
@@ -107,7 +112,7 @@ def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency
     over: list[Rejected] = []
     for i, k in enumerate(out.ranked):
         c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
-        c = with_deployments(project, [c], bundle.prices, bundle.fx, currency, as_of)[0]
+        c = with_deployments(project, [c], bundle.prices, currency, as_of, bundle.conversion)[0]
         chosen = c.deployment
         if budget is not None and chosen is not None and chosen.total_cost > budget_limit(budget, horizon):
             over.append(Rejected(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
@@ -152,4 +157,4 @@ def binding_constraint(rejected: list[Rejected]) -> str:
     return "no GPU is allowed by the constraints (constraints.gpus, exclude_gpus, datacenter_only)"
 
 
-__all__ = ["BINDING_ORDER", "binding_constraint", "plan", "plan_evidence"]
+__all__ = ["BINDING_ORDER", "binding_constraint", "plan", "plan_currency", "plan_evidence"]

@@ -19,8 +19,8 @@ def _gib(n: float) -> str:
     return f"{n / GIB:,.1f} GiB"
 
 
-def _usd(x: float | None) -> str:
-    return "unknown (no dated price in the catalog)" if x is None else f"${x:,.0f}"
+def _money(x: float | None, currency: str) -> str:
+    return "unknown (no dated price in the catalog)" if x is None else fmt_money(x, currency)
 
 
 def _duration(hours: float) -> str:
@@ -93,7 +93,8 @@ def cost_item(rec: Candidate | None, project: Project) -> ChecklistItem:
     horizon = project.growth.horizon_months
     d = rec.deployment
     if d is None:
-        reasons = [f"buying {rec.servers} server(s): {_usd(rec.price_usd)}; renting the GPUs: {_usd(rec.rent_usd)}"]
+        reasons = [f"buying {rec.servers} server(s): {_money(rec.price, rec.currency)}; renting the GPUs: "
+                   f"{_money(rec.rent, rec.currency)}"]
         return ChecklistItem(item="Total cost", verdict="warn", reasons=reasons)
     dep = next(x for x in rec.deployments if x.provider == d.provider)
     if dep.cost_per_run is not None and rec.time_hours is not None:

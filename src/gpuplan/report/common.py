@@ -22,9 +22,9 @@ def time_text(c: Candidate, day: str = "d", per_request: str = "s/req", per_bill
     return "-"
 
 
-def price_text(c: Candidate, currency: str = "USD", usd_rate: float = 1.0) -> str:
-    """The hardware's purchase price, in the plan's currency (PlanResult.currency and usd_rate)."""
-    return "-" if c.price_usd is None else fmt_money(c.price_usd * usd_rate, currency)
+def price_text(c: Candidate) -> str:
+    """The hardware's purchase price, in the plan's currency (the candidate's)."""
+    return "-" if c.price is None else fmt_money(c.price, c.currency)
 
 
 def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:

@@ -29,12 +29,11 @@ def _layout(c: Candidate, lang: str) -> str:
     return layout_text(c, replicas=t("word_replicas", lang), batch=t("word_batch", lang))
 
 
-def _price(c: Candidate, nf: Numbers, result: PlanResult) -> str:
-    """The purchase price in the plan's currency (PlanResult.currency, converted with usd_rate)."""
-    if c.price_usd is None:
+def _price(c: Candidate, nf: Numbers) -> str:
+    """The purchase price in the plan's currency (the candidate's)."""
+    if c.price is None:
         return "-"
-    return nf.usd(c.price_usd) if result.currency == "USD" else nf.money(c.price_usd * result.usd_rate,
-                                                                        result.currency)
+    return nf.usd(c.price) if c.currency == "USD" else nf.money(c.price, c.currency)
 
 
 def _gib(n: float, nf: Numbers) -> str:
@@ -49,7 +48,7 @@ def _verdict(result: PlanResult, lang: str) -> list[str]:
     nf = numbers(lang)
     out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
              platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=_layout(rec, lang), time=_time(rec, lang), price=_price(rec, nf, result),
+             layout=_layout(rec, lang), time=_time(rec, lang), price=_price(rec, nf),
              mem=_gib(rec.memory.device_bytes, nf), grown=_gib(rec.grown_device_bytes, nf))]
     if rec.deployment is not None:
         d = rec.deployment
@@ -79,7 +78,7 @@ def _spec(c: Candidate, lang: str) -> str:
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
     nf = numbers(lang)
     return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c, lang),
-             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf, result), nf.sig(c.score)]
+             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf), nf.sig(c.score)]
             for c in result.candidates]
 
 

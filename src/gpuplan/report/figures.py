@@ -104,8 +104,8 @@ def draw_pareto(result: PlanResult, lang: str, fig: object) -> int:
     pts = []
     for c in result.candidates:
         x = c.time_hours if training else c.request_latency_s
-        if x is not None and c.cost_usd is not None:
-            pts.append((c, x, c.cost_usd))
+        if x is not None and c.cost is not None:
+            pts.append((c, x, c.cost))
     skipped = len(result.candidates) - len(pts)
     if not pts:
         _no_data(ax, lang)
@@ -130,7 +130,7 @@ def draw_pareto(result: PlanResult, lang: str, fig: object) -> int:
     if ax.get_xscale() == "linear":
         ax.xaxis.set_major_formatter("{x:,.0f}")
     _localize_ticks(ax, numbers(lang))
-    ax.set_xlabel(t("ax_cost", lang))
+    ax.set_xlabel(t("ax_cost", lang, currency=result.currency))
     ax.set_ylabel(t("ax_time_h" if training else "ax_latency", lang))
     ax.legend(fontsize="small")
     return skipped

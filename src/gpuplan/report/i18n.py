@@ -166,7 +166,7 @@ STRINGS: dict[str, tuple[str, str]] = {
         "catalogue (memory_gib)."),
     "no_data": ("no data to draw", "aucune donnée à tracer"),
     "ax_gib": ("GiB per GPU", "Gio par GPU"),
-    "ax_cost": ("cost (USD)", "coût (USD)"),
+    "ax_cost": ("cost ({currency})", "coût ({currency})"),
     "ax_time_h": ("time (hours)", "durée (heures)"),
     "ax_latency": ("request latency (s)", "latence par requête (s)"),
     "ax_month": ("month", "mois"),

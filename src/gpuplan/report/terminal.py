@@ -174,13 +174,13 @@ def why_reasons(rec: Candidate) -> list[str]:
     return picks + rest
 
 
-def _server(rec: Candidate, currency: str = "USD", rate: float = 1.0) -> Table:
+def _server(rec: Candidate) -> Table:
     s = rec.server
     g = Table.grid(padding=(0, 2))
     g.add_column(style="bold", no_wrap=True)
     g.add_column()
     rack = f", {s.rack_units} U" if s.rack_units else ""
-    g.add_row("Server", f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec, currency, rate)}")
+    g.add_row("Server", f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec)}")
     g.add_row("", f"{rec.gpus_per_server} × {rec.gpu_name} ({rec.gpu_id}) per server, {layout_text(rec)}")
     g.add_row("", f"{s.cpu_sockets} × {s.cpu_model} ({s.cpu_cores} cores) · RAM {fmt_ram_gb(s.ram_bytes)} · "
                   f"NVMe {s.storage_bytes / 1e12:,.1f} TB ({s.drives} drive{'s' if s.drives > 1 else ''}, "
@@ -218,7 +218,7 @@ def _candidates(result: PlanResult, top: int) -> Table:
     for c in shown:
         mark = (("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
                 + ("?" if c.evidence is not None and not c.evidence.adequate else " "))
-        price = "-" if c.price_usd is None else f"{c.price_usd * result.usd_rate:,.0f}"
+        price = "-" if c.price is None else f"{c.price:,.0f}"
         t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout_text(c),
                   f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), price, f"{c.score:.3g}")
     return t
@@ -316,7 +316,7 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         console.print(_hanging([("  ·", r) for r in (why if details else why[:WHY_MAX])]
                                + [(Text("  !", style="bold yellow"), Text(w, style="yellow"))
                                   for w in rec.server.warnings]))
-        console.print(_server(rec, result.currency, result.usd_rate))
+        console.print(_server(rec))
         _memory(console, rec, result.headroom)
     else:
         console.print(Text("No recommendation: no candidate meets the project.", style="bold red"))

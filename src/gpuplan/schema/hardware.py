@@ -23,6 +23,8 @@ LinkKind = Literal["nvlink-switch", "nvlink-bridge", "infinity-fabric", "roce-on
 MemoryType = Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7", "LPDDR5X"]
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9.\-]*$"
+#: the currencies a budget, a quote or a plan may be in (data/fx.toml has each one's rate)
+Currency = Literal["USD", "EUR"]
 
 
 class DataRow(BaseModel):
@@ -113,6 +115,15 @@ class Price(DataRow):
     source: str = Field(min_length=1)
     #: what the figure is: list price, street price, 8-GPU system price / 8 ...
     kind: str = Field(min_length=1)
+    #: the price in `currency`: set when gpuplan converts the catalog into a plan's currency
+    #: (gpuplan.catalog.currency); a data file leaves both out, and the price is then `usd`, in USD
+    amount: float | None = Field(None, gt=0)
+    currency: Currency = "USD"
+
+    @property
+    def value(self) -> float:
+        """What a plan computes with: `amount` (in `currency`), else `usd`."""
+        return self.usd if self.amount is None else self.amount
 
 
 class Gpu(CatalogRow):
@@ -156,5 +167,5 @@ class Gpu(CatalogRow):
         return self
 
 
-__all__ = ["CatalogRow", "Cooling", "FormFactor", "Generation", "Gpu", "Interconnect", "LinkKind", "MarketClass",
+__all__ = ["CatalogRow", "Cooling", "Currency", "FormFactor", "Generation", "Gpu", "Interconnect", "LinkKind", "MarketClass",
            "MemoryType", "Price", "Tflops", "Vendor"]

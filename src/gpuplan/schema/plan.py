@@ -77,8 +77,12 @@ class ServerSpec(_Out):
     cooling_btu_h: float
     cooling: str
     rack_units: int | None
-    #: purchase price estimate of the server in USD, None when a GPU price is not in the catalog
-    price_usd: float | None
+    #: purchase price estimate of the server (all servers of the candidate, the cluster network's share included), in
+    #: `currency` (the plan's); None when a GPU price is not in the catalog
+    price: float | None = None
+    currency: str = "USD"
+    #: the same in USD (PlanResult.usd_rate)
+    price_usd: float | None = None
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -192,13 +196,18 @@ class Candidate(_Out):
     grown_device_bytes: int
     #: what the project keeps on storage: the dataset and the kept checkpoints (cloud storage is billed on it)
     storage_need_bytes: float = 0.0
-    #: purchase price of all servers, USD (None when a price is missing)
-    price_usd: float | None
-    #: renting the same GPUs: for the run (training) or over growth.horizon_months (inference), USD
-    rent_usd: float | None = None
-    #: the cheaper of the two, and which ("buy" or "rent"): what the budget and the cost objective use
-    cost_usd: float | None = None
+    #: purchase price of all servers, in `currency` (the plan's; None when a price is missing)
+    price: float | None = None
+    #: renting the same GPUs: for the run (training) or over growth.horizon_months (inference), in `currency`
+    rent: float | None = None
+    #: the cheaper of the two, in `currency`, and which ("buy" or "rent"): what the budget and the cost objective use
+    cost: float | None = None
     cost_basis: Literal["buy", "rent"] | None = None
+    currency: str = "USD"
+    #: price, rent and cost in USD (PlanResult.usd_rate)
+    price_usd: float | None = None
+    rent_usd: float | None = None
+    cost_usd: float | None = None
     #: training: wall hours of the run (of 1e9 tokens when the project gives no length)
     time_hours: float | None
     #: inference: seconds a request takes, prompt to last token
@@ -244,12 +253,16 @@ class PlanStats(_Out):
     candidates_evaluated: int
     search_seconds: float
     gpu_types: int
-    #: the cost objective counts costs up to this much (USD) above the cheapest as the cheapest: 1% of the budget
-    same_cost_usd: float = 0.0
+    #: the cost objective counts costs up to this much (in the plan's currency) above the cheapest as the cheapest:
+    #: 1% of the budget
+    same_cost: float = 0.0
     #: candidates that qualified (the plan shows the first `top` of them)
     candidates_kept: int = 0
-    #: the lowest cost_usd among them (those with adequate evidence, when any has): what the cost objective's 10%
-    #: buckets count from (with same_cost_usd)
+    #: the lowest `cost` among them (those with adequate evidence, when any has): what the cost objective's 10%
+    #: buckets count from (with same_cost), in the plan's currency
+    cheapest_cost: float | None = None
+    #: the same two in USD (PlanResult.usd_rate)
+    same_cost_usd: float = 0.0
     cheapest_cost_usd: float | None = None
 
 
@@ -291,8 +304,9 @@ class PlanResult(_Out):
     headroom: float = MEMORY_HEADROOM
     #: the shown candidates at x1 (as planned), x1.5 and x2 model size (empty for a traced model)
     growth_view: list[GrowthRow] = Field(default_factory=list)
-    #: the currency every deployment cost is in (the budget's), and what 1 USD is in it (data/fx.toml): catalog
-    #: prices (price_usd, cost_usd) are converted with it for display
+    #: the currency every amount of the plan is in (the budget's, else USD): the catalog and the price lists are
+    #: converted into it once (gpuplan.catalog.currency); `usd_rate` is 1 USD in it (data/fx.toml), with which the
+    #: `*_usd` figures are stated
     currency: str = "USD"
     usd_rate: float = 1.0
     #: the date the plan is made for (`--as-of`, default the day it runs): quotes older than six months on it are

@@ -1,7 +1,8 @@
 """Price lists and cost assumptions for the deployment comparison (issue: deployment options and TCO).
 
-Prices are in their own currency (`currency`), converted with the stated rates of data/fx.toml. Every row has
-`source` and `as_of`; a price older than six months is flagged in the output.
+Prices are in their own currency (`currency`); a plan converts them into its own once, with the dated rates of
+data/fx.toml (gpuplan.catalog.currency). Every row has `source` and `as_of`; a price older than six months is
+flagged in the output.
 """
 
 import datetime
@@ -9,10 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuplan.schema.hardware import DataRow
+from gpuplan.schema.hardware import Currency, DataRow
 
 CloudKind = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
-Currency = Literal["USD", "EUR"]
 
 
 class _Row(DataRow):

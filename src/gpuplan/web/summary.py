@@ -42,7 +42,7 @@ def summarize(result: PlanResult) -> PlanSummary:
         ("memory", "Memory per GPU", f"{mem.device_bytes / GIB:,.1f} GiB now, {rec.grown_device_bytes / GIB:,.1f} GiB "
                                      f"after the planned growth ({mem.dominant} dominate)"),
         ("time", "Time", time_text(rec)),
-        ("price", "Hardware price", price_text(rec, result.currency, result.usd_rate)),
+        ("price", "Hardware price", price_text(rec)),
         ("power", "Power and cooling", f"{s.power_w / 1000:,.1f} kW, {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"),
     ]
     if rec.deployment is not None:

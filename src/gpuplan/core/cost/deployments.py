@@ -8,14 +8,9 @@ import datetime
 import math
 import statistics
 
-from gpuplan.core.cost.tco import (
-    Assumptions,
-    Usage,
-    choose,
-    compare,
-    resolve_assumptions,
-)
-from gpuplan.core.cost.tco import Config as TcoConfig
+from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
+from gpuplan.core.cost.inputs import Config as TcoConfig
+from gpuplan.core.cost.tco import choose, compare
 from gpuplan.core.search.evidence import is_stale
 from gpuplan.schema.plan import Candidate, Deployment
 from gpuplan.schema.prices import PriceBook
@@ -27,37 +22,39 @@ OVERRIDES = ("pue", "electricity_per_kwh", "utilization", "depreciation_years", 
              "staff_fte_per_server", "staff_cost_per_fte_year", "colocation_per_kw_month", "support_fraction_per_year")
 
 
-def median_rent(book: PriceBook, fx: dict[str, float]) -> dict[str, float]:
-    """Median on-demand cloud price per GPU-hour (USD) by GPU: what renting the GPUs for a run costs."""
+def median_rent(book: PriceBook) -> dict[str, float]:
+    """Median on-demand cloud price per GPU-hour by GPU, in the price book's currency: what renting the GPUs for a
+    run costs."""
     rows: dict[str, list[float]] = {}
     for p in book.cloud:
         if p.kind == "on-demand":
-            rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour / fx[p.currency])
+            rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
     return {gid: statistics.median(v) for gid, v in rows.items()}
 
 
-def cost_assumptions(proj: Project, book: PriceBook, fx: dict[str, float], currency: str) -> Assumptions:
-    """The cost model's inputs for `proj` in `currency`: the project's `deployment` values over data/tco.toml's."""
+def cost_assumptions(proj: Project, book: PriceBook, currency: str) -> Assumptions:
+    """The cost model's inputs for `proj` in `currency` (the price book's: it is converted into the plan's): the
+    project's `deployment` values over data/tco.toml's."""
     dep = proj.deployment
     production = proj.goals.purpose == "production"
     data = {k: (a.value, f"{a.source}, {a.as_of}") for k, a in book.assumptions.items()}
     overrides = {k: getattr(dep, k) for k in OVERRIDES}
     if currency == "EUR" and overrides["electricity_per_kwh"] is None and "electricity_eur_per_kwh" in book.assumptions:
-        eur = book.assumptions["electricity_eur_per_kwh"]  # a European budget pays European power prices
-        data["electricity_usd_per_kwh"] = (eur.value / fx["EUR"], f"{eur.source}, {eur.as_of}")
-    return resolve_assumptions(overrides, data, fx[currency], production)
+        # a European budget pays European power prices
+        data["electricity_usd_per_kwh"] = data["electricity_eur_per_kwh"]
+    return resolve_assumptions(overrides, data, production)
 
 
-def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx: dict[str, float], currency: str,
-                     as_of: datetime.date) -> list[Candidate]:
+def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, currency: str, as_of: datetime.date,
+                     conversion: str | None = None) -> list[Candidate]:
     """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen; quotes older
-    than six months on `as_of` are flagged."""
+    than six months on `as_of` are flagged. Every amount is in `currency`, the price book's (converted into the
+    plan's currency as `conversion` says, which each deployment's assumptions then cite)."""
     dep = proj.deployment
     production = proj.goals.purpose == "production"
-    assumptions = cost_assumptions(proj, book, fx, currency)
+    assumptions = cost_assumptions(proj, book, currency)
     horizon = proj.growth.horizon_months
     serving = proj.workload.task == "inference"
-    fx_note = f"amounts in {currency}: 1 USD = {fx[currency]:g} {currency} (data/fx.toml)"
     out = []
     runs = max(1, math.ceil(proj.growth.data_scale))
     for c in cands:
@@ -71,17 +68,17 @@ def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, fx:
                     run_hours=c.time.wall_hours if c.time is not None else None,
                     tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
                     storage_bytes=c.storage_need_bytes)
-        cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
-                        price=None if c.price_usd is None else c.price_usd * fx[currency], power_w=c.server.power_w)
-        deps = compare(cfg, use, book.cloud, book.hosting, assumptions, fx, currency, list(dep.options))
+        cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
+                        power_w=c.server.power_w)
+        deps = compare(cfg, use, book.cloud, book.hosting, assumptions, currency, list(dep.options))
         old = [p for p in book.cloud if p.gpu_id == c.gpu_id and is_stale(p.as_of, as_of)]
         old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and is_stale(h.as_of, as_of)]
         if old or old_h:
             deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
                 sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})
                 if d.option in ("cloud", "managed") else d for d in deps]
-        if currency != "USD":
-            deps = [d.model_copy(update={"assumptions": [*d.assumptions, fx_note]}) for d in deps]
+        if conversion is not None:
+            deps = [d.model_copy(update={"assumptions": [*d.assumptions, conversion]}) for d in deps]
         choice = choose(deps, use)
         gaps = _gaps(c.gpu_id, list(dep.options), deps)
         if choice is not None and gaps:

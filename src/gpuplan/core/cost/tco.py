@@ -21,58 +21,11 @@ from __future__ import annotations
 import math
 import statistics
 
-from pydantic import BaseModel, ConfigDict
-
+from gpuplan.core.cost.breakeven import breakeven_within, owning_breakeven_utilization
+from gpuplan.core.cost.inputs import Assumptions, Config, Usage
 from gpuplan.schema.plan import Deployment, DeploymentChoice
 from gpuplan.schema.prices import CloudPrice, HostingOffer
-from gpuplan.units import fmt_money
-
-HOURS_PER_MONTH = 730.0
-
-
-class Usage(BaseModel):
-    """How the configuration is used over the horizon."""
-
-    model_config = ConfigDict(frozen=True)
-
-    horizon_months: int
-    production: bool
-    serving: bool
-    #: fraction of the time the servers are busy
-    utilization: float
-    #: training: wall hours of one run on this configuration (None for serving)
-    run_hours: float | None = None
-    #: serving: tokens generated per second at the planned load
-    tokens_per_s: float | None = None
-    #: bytes kept on cloud storage (dataset, checkpoints)
-    storage_bytes: float = 0.0
-
-
-class Config(BaseModel):
-    """The hardware: what the plan recommends."""
-
-    model_config = ConfigDict(frozen=True)
-
-    gpu_id: str
-    gpus_per_server: int
-    servers: int
-    price: float | None  # purchase of all servers, in the output currency
-    power_w: float  # per server, at full load
-
-
-class Assumptions(BaseModel):
-    """Resolved cost-model inputs (project values over the defaults), with where each came from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    values: dict[str, float]
-    sources: dict[str, str]
-
-    def get(self, key: str) -> float:
-        return self.values[key]
-
-    def cite(self, key: str, fmt: str = "{:g}") -> str:
-        return f"{key} {fmt.format(self.values[key])} ({self.sources[key]})"
+from gpuplan.units import HOURS_PER_MONTH, fmt_money
 
 
 def _on_prem(cfg: Config, use: Usage, a: Assumptions, currency: str) -> Deployment | None:
@@ -109,17 +62,16 @@ def _on_prem(cfg: Config, use: Usage, a: Assumptions, currency: str) -> Deployme
                       assumptions=ass)
 
 
-def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], fx: dict[str, float],
-             currency: str) -> list[Deployment]:
+def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], currency: str) -> list[Deployment]:
     out = []
     for o in offers:
         if o.gpu_id != cfg.gpu_id or o.gpus < 1:
             continue
+        _same_currency(o.currency, currency)
         per_server = math.ceil(cfg.gpus_per_server / o.gpus)
         units = per_server * cfg.servers
-        rate = fx[currency] / fx[o.currency]
-        monthly = o.monthly * rate * units
-        setup = o.setup * rate * units
+        monthly = o.monthly * units
+        setup = o.setup * units
         months = max(use.horizon_months, o.min_months)
         total = setup + monthly * months
         # what the minimum term commits beyond the horizon is owed whatever happens: it counts as upfront, so that
@@ -139,8 +91,7 @@ def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], fx: dict[str, 
     return out
 
 
-def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], fx: dict[str, float], currency: str,
-           a: Assumptions) -> list[Deployment]:
+def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: Assumptions) -> list[Deployment]:
     n = cfg.gpus_per_server * cfg.servers
     months = use.horizon_months
     hours = months * HOURS_PER_MONTH * (1.0 if use.serving else use.utilization)
@@ -151,7 +102,9 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], fx: dict[str, floa
         rows = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
         if not rows or (term and months < term):
             continue
-        rate = statistics.median(p.price_per_gpu_hour * fx[currency] / fx[p.currency] for p in rows)
+        for p in rows:
+            _same_currency(p.currency, currency)
+        rate = statistics.median(p.price_per_gpu_hour for p in rows)
         # reserved capacity is paid every hour of the term, used or not; on demand, a training run is billed as
         # the providers bill it (their increment and minimum, data/prices.toml)
         billed = months * HOURS_PER_MONTH if term else hours
@@ -162,20 +115,20 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], fx: dict[str, floa
         # the dataset and checkpoints sit on cloud storage while the capacity is held: a training run's hours, a
         # service's whole horizon
         stored_months = billed / HOURS_PER_MONTH
-        storage = use.storage_bytes / 1e12 * a.get("cloud_storage_usd_per_tb_month") * fx[currency] * stored_months
+        storage = use.storage_bytes / 1e12 * a.get("cloud_storage_per_tb_month") * stored_months
         total = rate * n * billed + storage
         providers = sorted({p.provider for p in rows})
         ass = [f"{kind}: median {rate:.2f} {currency}/GPU-hour of {len(rows)} price(s) "
                f"({', '.join(providers[:4])})",
                f"{n} GPUs x {billed:,.0f} h" + ("" if term or use.serving else f" ({use.utilization:.0%} of the time)"),
-               f"storage {use.storage_bytes / 1e12:,.1f} TB x {a.get('cloud_storage_usd_per_tb_month'):g} USD/TB-month "
-               f"x {stored_months:,.2f} months held ({a.sources['cloud_storage_usd_per_tb_month']})",
+               f"storage {use.storage_bytes / 1e12:,.1f} TB x {a.get('cloud_storage_per_tb_month'):g} {currency}/TB-month "
+               f"x {stored_months:,.2f} months held ({a.sources['cloud_storage_per_tb_month']})",
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         if billing:
             ass.append(billing)
         if term:
             same = [p for p in on_demand if p.provider in providers]
-            ass.append(_same_provider_on_demand(kind, rate, same, fx, currency))
+            ass.append(_same_provider_on_demand(kind, rate, same, currency))
         out.append(Deployment(option="cloud", provider=f"cloud {kind}", monthly_cost=total / months, total_cost=total,
                               upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
                               price_per_gpu_hour=rate))
@@ -200,29 +153,35 @@ def billed_hours(run_hours: float, rows: list[CloudPrice]) -> tuple[float, str |
                     f"{max(minimums, default=0.0):g} h)")
 
 
-def _same_provider_on_demand(kind: str, rate: float, same: list[CloudPrice], fx: dict[str, float],
-                             currency: str) -> str:
+def _same_provider_on_demand(kind: str, rate: float, same: list[CloudPrice], currency: str) -> str:
     """A reserved price against the on-demand price of the same provider(s): the discount the commitment buys."""
     if not same:
         return f"{kind}: no on-demand price of the same provider to compare with"
-    od = statistics.median(p.price_per_gpu_hour * fx[currency] / fx[p.currency] for p in same)
+    od = statistics.median(p.price_per_gpu_hour for p in same)
     return (f"the same provider(s) on demand: {od:.2f} {currency}/GPU-hour; the {kind} commitment saves "
             f"{1 - rate / od:.0%}" if od > 0 else f"{kind}: no on-demand price of the same provider")
 
 
+def _same_currency(row: str, currency: str) -> None:
+    if row != currency:
+        raise ValueError(f"a {row} quote in a {currency} comparison: convert the price book into the plan's currency "
+                         "first (gpuplan.catalog.currency.in_currency)")
+
+
 def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[HostingOffer], a: Assumptions,
-            fx: dict[str, float], currency: str, options: list[str]) -> list[Deployment]:
+            currency: str, options: list[str]) -> list[Deployment]:
     """Every way to get `cfg` the price lists allow, cheapest total first, each with its break-even months
-    against the cheapest of each other option."""
+    against the cheapest of each other option. Every amount is in `currency`: the price, the quotes (a quote in
+    another is a ValueError) and the assumptions."""
     deps: list[Deployment] = []
     if "on-prem" in options:
         d = _on_prem(cfg, use, a, currency)
         if d is not None:
             deps.append(d)
     if "managed" in options:
-        deps += _managed(cfg, use, hosting, fx, currency)
+        deps += _managed(cfg, use, hosting, currency)
     if "cloud" in options:
-        deps += _cloud(cfg, use, cloud, fx, currency, a)
+        deps += _cloud(cfg, use, cloud, currency, a)
     deps = [_per_unit(d, use) for d in deps]
     on_demand = next((d for d in deps if d.provider == "cloud on-demand"), None)
     if on_demand is not None and on_demand.price_per_gpu_hour:
@@ -242,51 +201,6 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
     return out
 
 
-def cost_by_month(d: Deployment, month: float, horizon: int, a: Assumptions) -> float:
-    """What `d` has cost by `month` if it stopped there: upfront + running x month, less what owned hardware would
-    fetch then (straight-line depreciation to the residual fraction); at the horizon this is d.total_cost."""
-    cost = d.upfront_cost + d.running_monthly * month
-    if d.residual_value:
-        years, floor = a.get("depreciation_years"), a.get("residual_value_fraction")
-
-        def worth(m: float) -> float:
-            return max(floor, 1 - (1 - floor) * m / (12 * years))
-
-        cost -= d.residual_value * worth(month) / worth(horizon)
-    return cost
-
-
-def breakeven_within(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assumptions) -> float | None:
-    """The month (tenths) from which `a_dep` has cost less than `b_dep` for good, up to the horizon, on curves that
-    count the resale value of owned hardware (so a break-even agrees with the totals); None: `a_dep` is not the
-    cheaper at the horizon. Without resale on either side this is `breakeven` where the curves cross in time."""
-    if not a_dep.residual_value and not b_dep.residual_value:
-        m = breakeven(a_dep, b_dep)
-        return m if m is not None and m <= horizon else None
-    if cost_by_month(a_dep, horizon, horizon, a) > cost_by_month(b_dep, horizon, horizon, a):
-        return None
-    # the last tenth at which a_dep costs more, scanning back from the horizon: cost_by_month of both, written
-    # out with the curves' constants read once (the same operations in the same order: the same floats)
-    years, floor = a.get("depreciation_years"), a.get("residual_value_fraction")
-    lost, span = 1 - floor, 12 * years
-    w_h = max(floor, 1 - lost * horizon / span)
-    ua, ra, za = a_dep.upfront_cost, a_dep.running_monthly, a_dep.residual_value
-    ub, rb, zb = b_dep.upfront_cost, b_dep.running_monthly, b_dep.residual_value
-    for k in range(int(horizon * 10), -1, -1):
-        m = k / 10
-        w = 1 - lost * m / span
-        if w < floor:  # noqa: PLR1730 - max(floor, w), without a call on every tenth
-            w = floor
-        ca, cb = ua + ra * m, ub + rb * m
-        if za:
-            ca -= za * w / w_h
-        if zb:
-            cb -= zb * w / w_h
-        if ca > cb:
-            return (k + 1) / 10
-    return 0.0
-
-
 def _per_unit(d: Deployment, use: Usage) -> Deployment:
     upd: dict[str, float | None] = {}
     months = use.horizon_months
@@ -297,67 +211,6 @@ def _per_unit(d: Deployment, use: Usage) -> Deployment:
         tokens = use.tokens_per_s * 3600 * HOURS_PER_MONTH * months * use.utilization
         upd["cost_per_million_tokens"] = d.total_cost / (tokens / 1e6) if tokens > 0 else None
     return d.model_copy(update=upd)
-
-
-def breakeven(a: Deployment, b: Deployment) -> float | None:
-    """The month from which `a` has cost less in total than `b` for good, on their cost curves upfront + running
-    x month (0: from the start; None: never, as `a` runs at least as dear)."""
-    if a.upfront_cost <= b.upfront_cost and a.running_monthly <= b.running_monthly:
-        return 0.0
-    if a.running_monthly >= b.running_monthly:
-        return None
-    return (a.upfront_cost - b.upfront_cost) / (b.running_monthly - a.running_monthly)
-
-
-def owning_breakeven_utilization(on_prem: Deployment, cloud_rate_per_gpu_hour: float, gpus: int,
-                                 horizon_months: int) -> float:
-    """The utilisation above which owning costs less than paying per GPU-hour (the owned cost barely moves
-    with utilisation; the cloud bill scales with it)."""
-    cloud_full = cloud_rate_per_gpu_hour * gpus * HOURS_PER_MONTH * horizon_months
-    return on_prem.total_cost / cloud_full if cloud_full > 0 else math.inf
-
-
-#: the cost model's inputs: (project key in `deployment`, data/tco.toml id, converted from USD, default when the
-#: data has no row: value and why)
-INPUTS: list[tuple[str, str | None, bool, float]] = [
-    ("pue", "pue", False, 1.0),
-    ("electricity_per_kwh", "electricity_usd_per_kwh", True, 0.0),
-    ("average_draw_fraction", "average_draw_fraction", False, 1.0),
-    ("idle_draw_fraction", "idle_draw_fraction", False, 0.0),
-    ("depreciation_years", "depreciation_years", False, 5.0),
-    ("residual_value_fraction", "residual_value_fraction", False, 0.0),
-    ("install_fraction", "install_fraction", False, 0.0),
-    ("support_fraction_per_year", "support_fraction_per_year", False, 0.0),
-    ("colocation_per_kw_month", "colocation_usd_per_kw_month", True, 0.0),
-    ("staff_fte_per_server", "staff_fte_per_server", False, 0.0),
-    ("staff_cost_per_fte_year", "staff_usd_per_fte_year", True, 0.0),
-    ("spare_fraction_production", "spare_fraction_production", False, 0.0),
-    ("cloud_storage_usd_per_tb_month", "cloud_storage_usd_per_tb_month", False, 0.0),
-]
-
-
-def resolve_assumptions(overrides: dict[str, float | None], data: dict[str, tuple[float, str]],
-                        usd_to: float, production: bool) -> Assumptions:
-    """Project values (already in the output currency) over the data's defaults (USD converted); a value the
-    data lacks counts as its neutral default and says so. `data`: id -> (value, source)."""
-    values: dict[str, float] = {}
-    sources: dict[str, str] = {}
-    for key, data_id, money, neutral in INPUTS:
-        if overrides.get(key) is not None:
-            values[key], sources[key] = float(overrides[key]), "project file"  # type: ignore[arg-type]
-        elif data_id in data:
-            v, src = data[data_id]
-            values[key], sources[key] = (v * usd_to if money else v), src
-        else:
-            values[key], sources[key] = neutral, "no default in data/tco.toml: not counted"
-    util_id = "utilization_production" if production else "utilization_experiment"
-    if overrides.get("utilization") is not None:
-        values["utilization"], sources["utilization"] = float(overrides["utilization"]), "project file"  # type: ignore[arg-type]
-    elif util_id in data:
-        values["utilization"], sources["utilization"] = data[util_id]
-    else:
-        values["utilization"], sources["utilization"] = (0.7 if production else 0.15), "no default in data/tco.toml"
-    return Assumptions(values=values, sources=sources)
 
 
 def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
@@ -393,5 +246,4 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
                             monthly_cost=best.monthly_cost, currency=best.currency, reasons=reasons)
 
 
-__all__ = ["INPUTS", "Assumptions", "Config", "Usage", "billed_hours", "breakeven", "breakeven_within", "choose",
-           "compare", "cost_by_month", "owning_breakeven_utilization", "resolve_assumptions"]
+__all__ = ["Assumptions", "Config", "Usage", "billed_hours", "choose", "compare"]

@@ -58,13 +58,11 @@ def plan_without_candidates(project: Project, bundle: Bundle, objective: str | N
                             as_of: datetime.date) -> PlanResult:
     """The plan when nothing to buy or rent qualifies (the binding constraint as a note), so that the owned
     server's answer can still be given: no recommendation, no candidates."""
-    currency = project.goals.budget.currency if project.goals.budget else "USD"
     return PlanResult(project=project.name, objective=objective or project.goals.objective,  # type: ignore[arg-type]
                       recommendation=None, candidates=[], rejected=[], checklist=[],
                       stats=PlanStats(candidates_evaluated=0, search_seconds=0.0, gpu_types=0),
                       notes=[Note(code="no-candidate", severity="warning", message=reason)],
-                      headroom=project.constraints.memory_headroom, currency=currency,
-                      usd_rate=bundle.fx[currency], as_of=as_of)
+                      headroom=project.constraints.memory_headroom, currency=bundle.currency or "USD", as_of=as_of)
 
 
 def _base_layout(job: Job) -> Layout:
@@ -146,7 +144,7 @@ def _add_card(job: Job, plan: PlanResult, need: int) -> HaveOption | None:
     production = job.project.goals.purpose == "production"
     cards = sorted((g for g in job.bundle.catalog.gpus.rows.values() if g.form_factor == "pcie" and g.price
                     is not None and not (production and g.market_class == "consumer")),
-                   key=lambda g: (g.price.usd if g.price else 0.0, g.memory_gib))
+                   key=lambda g: (g.price.value if g.price else 0.0, g.memory_gib))
     for g in cards:
         card = MachineGpu(name=g.name, catalog_id=g.id, memory_bytes=int(g.memory_gib * GIB), ecc=g.ecc,
                           power_limit_w=g.tdp_w)
@@ -161,12 +159,12 @@ def _add_card(job: Job, plan: PlanResult, need: int) -> HaveOption | None:
         assert price is not None
         took = f", {fmt_hours(how.time_hours)} for the run" if how.time_hours is not None else ""
         return HaveOption(kind="add", what=f"add a {g.name} ({g.id}) to this machine: {how.change}",
-                          meets_target=how.meets_target, cost=price.usd * plan.usd_rate + (energy or 0.0),
+                          meets_target=how.meets_target, cost=price.value + (energy or 0.0),
                           cost_basis=opt.basis(job), time_hours=how.time_hours,
                           reasons=[f"{fmt_gib(how.device_bytes)} on one {g.id} of {fmt_gib(g.memory_gib * GIB)}{took}"
                                    f" (as written it needs {fmt_gib(need)})",
                                    f"only if the host has a free x16 slot, {g.tdp_w:,.0f} W of PSU and the cooling "
-                                   "for it", f"{fmt_money(price.usd * plan.usd_rate, plan.currency)} ({price.kind}, "
+                                   "for it", f"{fmt_money(price.value, plan.currency)} ({price.kind}, "
                                    f"{price.as_of}) + {why}", *how.notes])
     return None
 

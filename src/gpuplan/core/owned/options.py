@@ -27,7 +27,7 @@ def energy_cost(job: Job, plan: PlanResult, gpus: int, hours: float | None,
     """Electricity for `gpus` of the machine's GPUs (or GPUs drawing `watts`) for `hours`, and how it was counted."""
     if hours is None:
         return None, "no run length (workload.tokens or epochs with data.samples): electricity not counted"
-    a = cost_assumptions(job.project, job.bundle.prices, job.bundle.fx, plan.currency)
+    a = cost_assumptions(job.project, job.bundle.prices, plan.currency)
     per_gpu = watts if watts is not None else max(
         [g.power_limit_w or (job.row.tdp_w if job.row else 0.0) for g in job.gpus] or [0.0])
     kwh = gpus * per_gpu / 1000 * a.get("average_draw_fraction") * a.get("pue") * hours
@@ -116,12 +116,12 @@ def add_gpus(job: Job, plan: PlanResult, hardware: list[HaveWay]) -> HaveOption 
     extra = w.gpus - job.n
     price = job.row.price if job.row else None
     energy, why = energy_cost(job, plan, w.gpus, _hours(job, w.time_hours))
-    cost = None if price is None else extra * price.usd * plan.usd_rate + (energy or 0.0)
+    cost = None if price is None else extra * price.value + (energy or 0.0)
     gpu = job.row.id if job.row else job.gpus[0].name
     reasons = [f"{fmt_gib(w.device_bytes)} per GPU on {w.gpus} x {gpu} ({w.change})",
                f"only if the chassis, the PSU and the PCIe lanes take {w.gpus} GPUs (workstations rarely take more "
                "than 4 double-width cards; 8 need a server chassis)"]
-    reasons.append(f"{extra} x {fmt_money(price.usd * plan.usd_rate, plan.currency)} ({price.kind}, {price.as_of}) "
+    reasons.append(f"{extra} x {fmt_money(price.value, plan.currency)} ({price.kind}, {price.as_of}) "
                    f"+ {why}" if price else f"no purchase price for {gpu} in the catalog")
     return HaveOption(kind="add", what=f"add {extra} {gpu} ({w.gpus} in all)", cost=cost, cost_basis=basis(job),
                       time_hours=w.time_hours, meets_target=w.meets_target, reasons=reasons)

@@ -50,7 +50,7 @@ class Context:
     #: core.server.server_price over the catalog: whether that server is built, its price, why not (what the
     #: search compares)
     server_price: Callable[[Needs], tuple[bool, float | None, str | None]]
-    usd_to_budget: float
+    #: reference rental price per GPU-hour, by GPU id
     rent_per_gpu_hour: dict[str, float]
     checkpoints_kept: int
     training: bool
@@ -64,7 +64,7 @@ class Context:
     weights_bytes: int
     checkpoint_bytes: int
     bytes_per_token: float
-    #: the plan's currency (the budget's): reasons state money in it, converted with usd_to_budget
+    #: the plan's currency (the budget's): every amount of the search is in it
     currency: str = "USD"
     #: the serving engine's defaults (data/serving.toml): serving memory as the engine allocates it
     engine: EngineDefaults | None = None
@@ -102,9 +102,10 @@ class Pick:
     usable: int
     #: what the server is built for (`materialize` builds its full spec)
     needs: Needs
-    price_usd: float | None
-    rent_usd: float | None
-    cost_usd: float | None
+    #: in the plan's currency
+    price: float | None
+    rent: float | None
+    cost: float | None
     cost_basis: str | None
     time_hours: float | None
     request_latency_s: float | None
@@ -137,11 +138,11 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     # ServerNeeds' fields in its order (a test holds Needs to it), as it would validate them: bytes as floats
     needs = Needs(gpu.id, ps, servers, proj.data.modality, proj.goals.purpose, ctx.dataset_bytes, float(ckpt_b),
                   float(weights_b), 0.0, read_rate, c.layout.tp, servers > 1 and training, not training)
-    built, server_usd, why = ctx.server_price(needs)  # why it fails is written in either pass
+    built, server_price, why = ctx.server_price(needs)  # why it fails is written in either pass
     if not built:
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
         return None
-    price = None if server_usd is None else server_usd * servers  # each server carries its network share
+    price = None if server_price is None else server_price * servers  # each server carries its network share
     rate = ctx.rent_per_gpu_hour.get(gpu.id)
     horizon = proj.growth.horizon_months
     rent = None
@@ -180,15 +181,14 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             _reject(rejected, gpu, ps, servers, "latency", f"misses the latency target: {metric:,.1f} s per request "
                     f"on average against {target:g} s")
             return None
-    why = over_budget(cost, basis, proj.goals.budget, horizon, ctx.usd_to_budget, training,
-                      price is not None and rent is not None)
+    why = over_budget(cost, basis, proj.goals.budget, horizon, training, price is not None and rent is not None)
     if why is not None:
         _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why)
         return None
     ev = ctx.evidence.get(gpu.id)
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
-                grown_device_bytes=grown, cap=cap, usable=usable, needs=needs, price_usd=price,
-                rent_usd=rent, cost_usd=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency,
+                grown_device_bytes=grown, cap=cap, usable=usable, needs=needs, price=price,
+                rent=rent, cost=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency,
                 checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate)
 
 
@@ -225,7 +225,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     if ctx.speed.generations[gpu.generation].basis == "prior":
         reasons.append(f"no published runs calibrate the speed of {gpu.generation} GPUs: ranked at the slow end of "
                        "the range")
-    price, rent, cost, basis = k.price_usd, k.rent_usd, k.cost_usd, k.cost_basis
+    price, rent, cost, basis = k.price, k.rent, k.cost, k.cost_basis
     server = ctx.build_server(k.needs)[0]  # the server `pick` priced, with every figure and reason line
     assert server is not None, "the full build of a server that server_price built"
     return Candidate(
@@ -235,7 +235,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         server=server, fits=(mem.device_bytes if start is None else start) <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
-        price_usd=price, rent_usd=rent, cost_usd=cost, cost_basis=basis,  # type: ignore[arg-type]
+        price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,  # type: ignore[arg-type]
         time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=k.score, pareto=k.pareto, reasons=reasons,
         evidence=ctx.evidence.get(gpu.id),
     )

@@ -18,7 +18,7 @@ from operator import attrgetter
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick, storage_terms
 from gpuplan.core.search.growth import growth_view
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
-from gpuplan.core.search.ranking import rank, reference, same_cost_usd
+from gpuplan.core.search.ranking import rank, reference, same_cost
 from gpuplan.core.search.serving_shapes import serve_more
 from gpuplan.core.search.shapes import (
     PER_SERVER,
@@ -103,8 +103,7 @@ class _Search:
         weights_b, ckpt_b, per_token = storage_terms(proj, p, trainable, dataset_bytes, sample_tokens)
         self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable,
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
-                           server_price=inp.server_price,
-                           usd_to_budget=inp.usd_to_budget, rent_per_gpu_hour=inp.rent_per_gpu_hour,
+                           server_price=inp.server_price, rent_per_gpu_hour=inp.rent_per_gpu_hour,
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
@@ -374,17 +373,17 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top
     for gpu in s.gpus:
         s.explore(gpu)
     goals, horizon = s.proj.goals, s.proj.growth.horizon_months
-    same_cost = same_cost_usd(goals.budget, horizon, inp.usd_to_budget)
+    same = same_cost(goals.budget, horizon)
     picks = []
-    for k, score, front in rank(s.picks, objective, same_cost, adequate=lambda k: k.adequate):
+    for k, score, front in rank(s.picks, objective, same, adequate=lambda k: k.adequate):
         k.score, k.pareto = score, front
         picks.append(k)
     growth = s.growth_view(picks, growth_top)
     shown = [materialize(s.ctx, k) for k in (picks[:top] if top else picks)]
-    priced = [k.cost_usd for k in reference(picks, lambda k: k.adequate) if k.cost_usd is not None]
+    priced = [k.cost for k in reference(picks, lambda k: k.adequate) if k.cost is not None]
     stats = PlanStats(candidates_evaluated=s.evaluated + s.timed, search_seconds=inp.clock() - t0,
-                      gpu_types=len(s.gpus), same_cost_usd=same_cost, candidates_kept=len(picks),
-                      cheapest_cost_usd=min(priced) if priced else None)
+                      gpu_types=len(s.gpus), same_cost=same, candidates_kept=len(picks),
+                      cheapest_cost=min(priced) if priced else None)
     return SearchOutput(shown, s.rejected, stats, growth, picks, lambda k: materialize(s.ctx, k))
 
 

@@ -29,12 +29,11 @@ class SearchInputs:
     overheads: Overheads
     #: builds the server around a candidate: (spec or None, reason); `reasons=False`: the figures alone
     build_server: Callable[..., tuple[ServerSpec | None, str | None]]
-    #: what the search compares of that server: (built, price USD or None, reason when not built)
+    #: what the search compares of that server: (built, price or None, reason when not built)
     server_price: Callable[[Needs], tuple[bool, float | None, str | None]]
-    #: USD -> the budget's currency, and that currency
-    usd_to_budget: float = 1.0
+    #: the plan's currency (the budget's): every amount the search reads and writes is in it
     currency: str = "USD"
-    #: reference rental price per GPU-hour (USD), by GPU id
+    #: reference rental price per GPU-hour, by GPU id
     rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
     #: checkpoints a run keeps (data/server_rules.toml)
     checkpoints_kept: int = 3
@@ -55,7 +54,7 @@ class SearchOutput(NamedTuple):
     #: the first `growth_top` candidates at x1, x1.5 and x2 the planned model size (core/search/growth.py)
     growth_view: list[GrowthRow]
     #: every kept candidate, ranked, as the light records the ranking read (gpu_id, gpus_per_server, servers,
-    #: time_hours, cost_usd, ...): what the FAQ compares across all of them
+    #: time_hours, cost, ...): what the FAQ compares across all of them
     ranked: list[Pick]
     #: the full Candidate of any of `ranked` (the first `top` are in `candidates` already)
     materialize: Callable[[Pick], Candidate]

@@ -35,7 +35,7 @@ class Ranked(Protocol):
     """What ranking reads of a candidate."""
 
     @property
-    def cost_usd(self) -> float | None: ...
+    def cost(self) -> float | None: ...
     @property
     def time_hours(self) -> float | None: ...
     @property
@@ -54,31 +54,31 @@ def budget_limit(budget: Budget, horizon: int) -> float:
     return budget.amount if budget.period == "total" else budget.amount * horizon
 
 
-def over_budget(cost: float | None, basis: str | None, budget: Budget | None, horizon: int, usd_to_budget: float,
-                training: bool, both: bool = True) -> str | None:
-    """Why a candidate's cost (USD, the cheaper of buying and renting; `both` False: only one of them is priced)
-    breaks goals.budget; None when it does not (or there is no budget)."""
+def over_budget(cost: float | None, basis: str | None, budget: Budget | None, horizon: int, training: bool,
+                both: bool = True) -> str | None:
+    """Why a candidate's cost (in the budget's currency, the plan's: the cheaper of buying and renting; `both`
+    False: only one of them is priced) breaks goals.budget; None when it does not (or there is no budget)."""
     if budget is None:
         return None
     if cost is None:
         return "no purchase or rental price in the catalog to check against goals.budget (add one with --catalog)"
-    local = cost * usd_to_budget
     limit = budget_limit(budget, horizon)
-    if local <= limit:
+    if cost <= limit:
         return None
     what = "to buy" if basis == "buy" else ("to rent for the run" if training else f"to rent for {horizon} months")
     which = ("the cheaper of buying and renting" if both else
              "no rental price in the price lists" if basis == "buy" else "no purchase price in the catalog")
-    return (f"over budget: {local:,.0f} {budget.currency} {what} ({which}), budget "
+    return (f"over budget: {cost:,.0f} {budget.currency} {what} ({which}), budget "
             f"{limit:,.0f} {budget.currency}"
             + (f" ({budget.amount:,.0f}/month x {horizon} months)" if budget.period == "monthly" else ""))
 
 
-def same_cost_usd(budget: Budget | None, horizon: int, usd_to_budget: float) -> float:
-    """The cost difference (USD) under which the cost objective counts two candidates as equally cheap."""
+def same_cost(budget: Budget | None, horizon: int) -> float:
+    """The cost difference (in the budget's currency) under which the cost objective counts two candidates as
+    equally cheap."""
     if budget is None:
         return 0.0
-    return SAME_BUDGET_FRACTION * budget_limit(budget, horizon) / usd_to_budget
+    return SAME_BUDGET_FRACTION * budget_limit(budget, horizon)
 
 
 #: the score a candidate without a price starts from (every priced candidate scores below it): scores stay finite
@@ -128,8 +128,8 @@ def reference(cands: Sequence[T], adequate: Callable[[T], bool]) -> list[T]:
 def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
          adequate: Callable[[T], bool] | None = None) -> list[tuple[T, float, bool]]:
     """(candidate, score, on the Pareto front), best first. Score (lower is better) by the objective. Cost is the
-    cheaper of buying and renting; a candidate without any price ranks after the priced ones. `same_cost` (USD):
-    costs that much above the cheapest still count as the cheapest (same_cost_usd). `adequate`: whether a
+    cheaper of buying and renting; a candidate without any price ranks after the priced ones. `same_cost`: costs
+    that much above the cheapest still count as the cheapest (`same_cost`). `adequate`: whether a
     candidate's evidence is adequate (core/search/evidence.py); those that are not rank after every one that is,
     whatever their score."""
     if not cands:
@@ -137,7 +137,7 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     first = adequate or (lambda c: True)
     ok = [first(c) for c in cands]
     times = [_time(c) for c in cands]  # each read once: the reference, the front, the scores and the order
-    costs = [c.cost_usd for c in cands]
+    costs = [c.cost for c in cands]
     ref = [i for i, a in enumerate(ok) if a] or range(len(cands))  # `reference`, by position
     priced = [costs[i] for i in ref if costs[i] is not None]
     p_min = min(priced) if priced else 1.0
@@ -178,4 +178,4 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
 
 
 __all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank", "reference",
-           "same_cost_usd"]
+           "same_cost"]

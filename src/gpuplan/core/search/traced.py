@@ -4,7 +4,7 @@ trace's measured memory and FLOPs (core/sizing/traced.py). Pure."""
 from __future__ import annotations
 
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom
-from gpuplan.core.search.ranking import over_budget, rank, same_cost_usd
+from gpuplan.core.search.ranking import over_budget, rank, same_cost
 from gpuplan.core.search.shapes import PER_SERVER, allowed_gpus, max_gpus_per_server
 from gpuplan.core.sizing.traced import (
     traced_device_bytes,
@@ -66,9 +66,9 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
             hours = 1000 * step / ps / 3600
             rate = inp.rent_per_gpu_hour.get(gpu.id)
             rent = None if rate is None else (rate * ps * hours if tr.training else rate * ps * HOURS_PER_MONTH * horizon)
-            options = [(v, k) for v, k in ((spec.price_usd, "buy"), (rent, "rent")) if v is not None]
+            options = [(v, k) for v, k in ((spec.price, "buy"), (rent, "rent")) if v is not None]
             cost, basis = min(options) if options else (None, None)
-            why = over_budget(cost, basis, budget, horizon, inp.usd_to_budget, tr.training, len(options) == 2)
+            why = over_budget(cost, basis, budget, horizon, tr.training, len(options) == 2)
             if why is not None:
                 rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1,
                                          code="no-price" if cost is None else "over-budget", reason=why))
@@ -86,15 +86,15 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
                 layout=CandidateLayout(dp=ps), memory=memory, server=spec,
                 fits=True, fits_with_growth=True, grown_device_bytes=device,
                 storage_need_bytes=dataset_bytes + inp.checkpoints_kept * (tr.parameters_bytes + tr.optimizer_bytes),
-                price_usd=spec.price_usd, rent_usd=rent, cost_usd=cost, cost_basis=basis,
+                price=spec.price, rent=rent, cost=cost, cost_basis=basis, currency=inp.currency,
                 time_hours=hours if tr.training else None, request_latency_s=None if tr.training else step,
                 score=0.0, reasons=reasons))
-    same_cost = same_cost_usd(budget, horizon, inp.usd_to_budget)
+    same = same_cost(budget, horizon)
     stats = PlanStats(candidates_evaluated=evaluated, search_seconds=inp.clock() - t0, gpu_types=len(gpus),
-                      same_cost_usd=same_cost)
+                      same_cost=same)
     # no growth view: the planned growth is not applied to a traced model either (trace the grown model)
     ranked = [c.model_copy(update={"score": score, "pareto": front}) for c, score, front in
-              rank(cands, objective, same_cost)]
+              rank(cands, objective, same)]
     return SearchOutput(ranked, rejected, stats, [], ranked, lambda c: c)  # type: ignore[arg-type]
 
 

@@ -48,11 +48,9 @@ from gpuplan.core.server.steps import (
     unknowns_step,
 )
 from gpuplan.schema.plan import ServerNeeds, ServerSpec
-from gpuplan.units import GIB, fmt_usd
+from gpuplan.units import GIB
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from gpuplan.core.server.common import Needs
     from gpuplan.schema.catalog import Catalog
     from gpuplan.schema.hardware import Gpu
@@ -169,17 +167,17 @@ def _platforms(idx: _Index, g: Gpu, n: int, purpose: str,
 
 
 def build_server(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, *, reasons: bool = True,
-                 money: Callable[[float], str] = fmt_usd) -> tuple[ServerSpec | None, str | None]:
+                 currency: str = "USD") -> tuple[ServerSpec | None, str | None]:
     """A balanced server for `needs`, or None and a one-line reason. With `reasons` False the spec has the same
-    figures and empty `reasons` and `warnings` (the same needs build the full spec). `money` states an amount in
-    USD in the reasons (`price_usd` stays in USD)."""
-    built, why = _decide(needs, catalog, rules, reasons, True, money)
+    figures and empty `reasons` and `warnings` (the same needs build the full spec). `currency`: the catalog's
+    prices' (the plan's, once the bundle is converted), in which the spec's `price` and its reasons are."""
+    built, why = _decide(needs, catalog, rules, reasons, True, currency)
     return built, why  # type: ignore[return-value]
 
 
 def server_price(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules) -> tuple[bool, float | None, str | None]:
-    """What the search compares of `build_server(needs)`: whether a server is built, its price (USD, None: no
-    price) and why not; the same choices, with no spec made and no line written."""
+    """What the search compares of `build_server(needs)`: whether a server is built, its price (in the catalog's
+    currency, None: no price) and why not; the same choices, with no spec made and no line written."""
     built, why = _decide(needs, catalog, rules, False, False)
     if built is None:
         return False, None, why
@@ -187,7 +185,7 @@ def server_price(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRule
 
 
 def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, reasons: bool, spec: bool,
-            money: Callable[[float], str] = fmt_usd) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
+            currency: str = "USD") -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """build_server's choice of platform: the spec (`spec`), else the (price,) of the server it builds."""
     g = catalog.gpus.rows.get(needs.gpu_id)
     if g is None:
@@ -203,7 +201,7 @@ def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, re
     first_hard: str | None = None
     skipped: list[str] = []
     for pos, p in enumerate(fit, 1):
-        built, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons, spec, money)
+        built, short = _build_on(idx, p, g, needs, rules, (pos, len(fit)), skipped, reasons, spec, currency)
         if built is not None and short is None:
             return built, None
         if built is not None and fallback is None:
@@ -219,11 +217,11 @@ def _decide(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules, re
 
 def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRules, pos: tuple[int, int],
               skipped: list[str], text: bool = True, spec: bool = True,
-              money: Callable[[float], str] = fmt_usd) -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
+              currency: str = "USD") -> tuple[ServerSpec | tuple[float | None] | None, str | None]:
     """The server on platform p, and None; or, with what falls short, the spec (soft) or None (hard). With
     `text` False no reason or warning line is written (the figures are the same); with `spec` False only the
     (price,) is made, of the same server."""
-    n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text, money), idx.shelf
+    n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text, currency), idx.shelf
     if text:
         platform_line(p, g, needs, pos, skipped, b)
     if not shelf.cpus[p.id]:
@@ -256,7 +254,7 @@ def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rule
                      drive_id=drive.id, drives=k, storage_read_gb_s=read_gbs, nic_id=nic.id if nic else None,
                      nics=nics, network_gbit_s=net_gbps, pcie_lanes_needed=need_lanes, pcie_lanes_available=avail,
                      power_w=power, psu_w=psu, cooling_btu_h=btu, cooling=cooling, rack_units=p.rack_units,
-                     price_usd=price, reasons=b.reasons, warnings=b.warnings)
+                     price=price, currency=currency, reasons=b.reasons, warnings=b.warnings)
     return out, b.shortfall
 
 

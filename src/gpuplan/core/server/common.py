@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuplan.units import fmt_usd
+from gpuplan.units import fmt_money
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from gpuplan.schema.hardware import Gpu
 
 
@@ -45,12 +43,16 @@ class Build:
     formats its reason only `if b.text`, and a soft shortfall is then a short tag in place of its warning)."""
 
     text: bool = True
-    #: how a reason states an amount in USD (the plan's currency: core.advise)
-    money: Callable[[float], str] = fmt_usd
+    #: the currency of the catalog's prices (the plan's: the bundle is converted into it), which the reasons state
+    currency: str = "USD"
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: the first soft rule this platform falls short on (a later platform that meets them all is preferred)
     shortfall: str | None = None
+
+    def money(self, amount: float) -> str:
+        """An amount of the catalog's prices, as the reasons state it."""
+        return fmt_money(amount, self.currency)
 
     def short(self, warning: str) -> None:
         if self.text:

@@ -305,16 +305,16 @@ def price_step(p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRul
         b.warnings.append(f"{g.id} is a GeForce card: NVIDIA's GeForce driver licence does not allow datacenter "
                           "deployment, and its memory has no ECC")
     if basis == "platform" and p.price is not None:
-        text = f"Price {b.money(p.price.usd)}: the platform's price with its GPUs ({p.price.kind}, {p.price.as_of})"
+        text = f"Price {b.money(p.price.value)}: the platform's price with its GPUs ({p.price.kind}, {p.price.as_of})"
     elif g.price is None:
         b.reasons.append(f"Price: none, {g.id} has no price in the catalog")
         return None
     elif basis == "system":
-        text = (f"Price {b.money(n * g.price.usd)}: {n} x {b.money(g.price.usd)} ({g.price.kind}, "
+        text = (f"Price {b.money(n * g.price.value)}: {n} x {b.money(g.price.value)} ({g.price.kind}, "
                 f"{g.price.as_of}), the server already in it")
     else:
         f = rules.server_overhead_price_factor
-        text = (f"Price {b.money(n * g.price.usd * f)}: {n} x {b.money(g.price.usd)} ({g.price.kind}, "
+        text = (f"Price {b.money(n * g.price.value * f)}: {n} x {b.money(g.price.value)} ({g.price.kind}, "
                 f"{g.price.as_of}) x {f:g} for the rest of the server (rule server_overhead_price_factor)")
     if needs.multi_node:
         text += (f", + {rules.cluster_interconnect_price_fraction:.1%} for this server's share of the cluster network "
@@ -324,12 +324,12 @@ def price_step(p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRul
 
 
 def _base_price(p: Platform, g: Gpu, n: int, rules: ServerRules) -> tuple[str, float | None]:
-    """(basis, USD) of one server before its share of a cluster network: the platform's price with its GPUs,
-    a system price per GPU, or the GPUs x the overhead factor (None: no price)."""
+    """(basis, price in the catalog's currency) of one server before its share of a cluster network: the platform's
+    price with its GPUs, a system price per GPU, or the GPUs x the overhead factor (None: no price)."""
     if p.price is not None and p.price_includes_gpus and n == p.gpu_slots:
-        return "platform", p.price.usd
+        return "platform", p.price.value
     if g.price is None:
         return "none", None
     if "system" in g.price.kind.lower():
-        return "system", n * g.price.usd
-    return "parts", n * g.price.usd * rules.server_overhead_price_factor
+        return "system", n * g.price.value
+    return "parts", n * g.price.value * rules.server_overhead_price_factor
