@@ -33,9 +33,8 @@ KINDS: dict[str, tuple[type[CatalogRow], str, str]] = {
 
 
 def _parse(text: str, path: str) -> dict[str, Any]:
-    kind = "yaml" if path.endswith((".yaml", ".yml")) else "toml"
     try:
-        data = reading.parse(text, kind, check=False)
+        data = reading.parse(text, reading.kind_of(path), check=False)
     except reading.Unreadable as exc:
         raise CatalogError(path, exc.message) from None
     if not isinstance(data, dict):

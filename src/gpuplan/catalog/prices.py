@@ -122,7 +122,7 @@ def _parse_user(path: Path, as_of: datetime.date | None) -> tuple[list[CloudPric
                 (cloud if table == "cloud" else hosting).extend(parsed)
         return cloud, hosting
     try:
-        data = reading.parse(text, "yaml" if name.endswith((".yaml", ".yml")) else "toml", check=False)
+        data = reading.parse(text, reading.kind_of(name), check=False)
     except reading.Unreadable as exc:
         raise CatalogError(name, exc.message) from None
     if not isinstance(data, dict):
@@ -138,7 +138,7 @@ def _parse_user(path: Path, as_of: datetime.date | None) -> tuple[list[CloudPric
         hint = suggest(str(unknown[0]), TABLES)
         raise CatalogError(name, f"unknown table {clip(unknown[0])}" + (f"; did you mean {hint[0]!r}?" if hint else "")
                            + " (allowed: cloud, hosting)")
-    if data.get("schema_version", 1 if name.endswith((".yaml", ".yml")) else None) not in SCHEMA_VERSIONS:
+    if data.get("schema_version", 1 if reading.kind_of(name) != "toml" else None) not in SCHEMA_VERSIONS:
         raise CatalogError(name, f"schema_version {clip(data.get('schema_version'))} is not one this gpuplan reads (1)",
                            field="schema_version")
     return (_rows("cloud", data.get("cloud", []), name, as_of=as_of),

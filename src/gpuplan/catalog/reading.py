@@ -97,8 +97,14 @@ _FastLoader: type | None = (type("_FastLoader", (_NoDuplicateKeys, yaml.CSafeLoa
 
 
 def _yaml(text: str) -> Any:
-    """YAML text -> data: with libyaml when it is there; a text it refuses is read again by the pure-Python
-    parser, so that the error (or the data) is that parser's."""
+    """YAML text -> data: a text that reads as JSON (YAML's subset) with Python's JSON parser, some forty times
+    faster than PyYAML's constructor on a large catalog; else with libyaml when it is there; a text it refuses is
+    read again by the pure-Python parser, so that the error (or the data) is that parser's."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(text, object_pairs_hook=_duplicate_json_keys)
+        except ValueError:  # not JSON after all (a flow mapping of YAML, a duplicate key): YAML says why
+            pass
     if _FastLoader is not None:
         try:
             return yaml.load(text, Loader=_FastLoader)  # a yaml.CSafeLoader
@@ -128,14 +134,21 @@ def builtin_toml(text: str) -> Any:
     return tomllib.loads(text)
 
 
+def kind_of(path: str) -> str:
+    """The format of a data file the user gives, by its name: "yaml" (.yaml, .yml), "json" (.json), else "toml"."""
+    name = path.lower()
+    return "yaml" if name.endswith((".yaml", ".yml")) else "json" if name.endswith(".json") else "toml"
+
+
 def parse(text: str, kind: str, *, check: bool = True) -> Any:
     """YAML, JSON or TOML text -> data, checked by `check_values` (unless `check` is False: the caller checks,
-    to name a row). `kind`: "yaml", "json" or "toml"."""
+    to name a row). `kind`: "yaml", "json" or "toml". TOML is read as gpuplan's own files are (`builtin_toml`:
+    rtoml, and tomllib to name an error)."""
     try:
         if kind == "json":
             data = json.loads(text, object_pairs_hook=_duplicate_json_keys)
         elif kind == "toml":
-            data = tomllib.loads(text)
+            data = builtin_toml(text)
         else:
             data = _yaml(text)
     except json.JSONDecodeError as exc:
@@ -216,5 +229,5 @@ def load(path: Path, kind: str | None = None, limit: int = MAX_FILE_BYTES) -> An
     return parse(read_text(path, limit), kind)
 
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT", "MAX_ROWS", "MAX_VALUES", "Unreadable", "check_values", "load", "parse",
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT", "MAX_ROWS", "MAX_VALUES", "Unreadable", "check_values", "kind_of", "load", "parse",
            "read_text"]

@@ -191,7 +191,7 @@ OutputFormat = Annotated[Format, typer.Option("--format", help="Output format.")
 Headroom = Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
                                                                            f"(default {MEMORY_HEADROOM:.2f}).")]
 CatalogFiles = Annotated[Optional[list[Path]], typer.Option(
-    "--catalog", help="A file of your own rows (TOML or YAML, same schema); a row replaces the built-in one with "
+    "--catalog", help="A file of your own rows (TOML, YAML or JSON, same schema); a row replaces the built-in one with "
                       "the same id. Repeatable.")]
 AsOf = Annotated[Optional[datetime.datetime], typer.Option(
     "--as-of", formats=["%Y-%m-%d"], help="The date the plan is made for (default: $GPUPLAN_AS_OF, else today): "

@@ -17,11 +17,11 @@ def cost_by_month(d: Deployment, month: float, horizon: int, a: Assumptions) -> 
     fetch then (straight-line depreciation to the residual fraction); at the horizon this is d.total_cost."""
     cost = d.upfront_cost + d.running_monthly * month
     if d.residual_value:
-        cost -= d.residual_value * _worth(month, a) / _worth(horizon, a)
+        cost -= d.residual_value * worth(month, a) / worth(horizon, a)
     return cost
 
 
-def _worth(month: float, a: Assumptions) -> float:
+def worth(month: float, a: Assumptions) -> float:
     """The share of its price owned hardware fetches after `month` months: straight-line over the depreciation
     years down to the residual fraction."""
     floor = a.get("residual_value_fraction")
@@ -109,4 +109,5 @@ def owning_breakeven_utilization(on_prem: Deployment, cloud_rate_per_gpu_hour: f
     return on_prem.total_cost / cloud_full if cloud_full > 0 else math.inf
 
 
-__all__ = ["TIE", "breakeven", "breakeven_within", "cost_by_month", "owning_breakeven_utilization", "tie_tolerance"]
+__all__ = ["TIE", "breakeven", "breakeven_within", "cost_by_month", "owning_breakeven_utilization", "tie_tolerance",
+           "worth"]

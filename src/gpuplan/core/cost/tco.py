@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from gpuplan.core.cost.breakeven import breakeven_within, owning_breakeven_utilization
+from gpuplan.core.cost.breakeven import breakeven_within, owning_breakeven_utilization, worth
 from gpuplan.core.cost.inputs import Assumptions, Config, Usage
 from gpuplan.schema.plan import Deployment, DeploymentChoice
 from gpuplan.schema.prices import CloudPrice, HostingOffer
@@ -42,10 +42,8 @@ def _on_prem(cfg: Config, use: Usage, a: Assumptions, currency: str) -> Deployme
     support = capex * a.get("support_fraction_per_year") / 12
     staff = a.get("staff_fte_per_server") * cfg.servers * a.get("staff_cost_per_fte_year") / 12
     monthly_opex = power + colo + support + staff
-    years = a.get("depreciation_years")
-    resid_frac = a.get("residual_value_fraction")
-    worth = max(resid_frac, 1 - (1 - resid_frac) * months / (12 * years))
-    residual = capex * worth
+    kept = worth(months, a)
+    residual = capex * kept
     total = upfront + monthly_opex * months - residual
     ass = [f"price {cfg.price:,.0f} {currency}" + (f" + {spare:.0%} spare servers for production" if spare else ""),
            f"install {a.get('install_fraction'):.0%} of the price ({a.sources['install_fraction']})",
@@ -55,7 +53,7 @@ def _on_prem(cfg: Config, use: Usage, a: Assumptions, currency: str) -> Deployme
            a.cite("support_fraction_per_year", "{:.0%}"),
            f"staff {a.get('staff_fte_per_server'):g} FTE per server x {a.get('staff_cost_per_fte_year'):,.0f}/year "
            f"({a.sources['staff_fte_per_server']})",
-           f"worth {worth:.0%} after {months} months: " + a.cite("depreciation_years") + ", "
+           f"worth {kept:.0%} after {months} months: " + a.cite("depreciation_years") + ", "
            + a.cite("residual_value_fraction", "{:.0%}")]
     return Deployment(option="on-prem", provider="purchase", monthly_cost=total / months, total_cost=total,
                       upfront_cost=upfront, running_monthly=monthly_opex, residual_value=residual, currency=currency,
