@@ -1,4 +1,4 @@
-"""Estimate vs exact trace for the shipped matrix (gpuplan.validation_cases): one row per case with the
+"""Estimate vs exact trace for the shipped matrix (benchmarks/trace_cases.py): one row per case with the
 traced tensor peak, the estimate, the error and the phase each puts the peak in; then median and worst.
 
 Run: python benchmarks/trace_accuracy.py [--markdown]   (needs the `trace` extra; ~2-4 minutes)
@@ -10,8 +10,8 @@ import argparse
 import statistics
 import sys
 
-from gpuplan.validation import compare
-from gpuplan.validation_cases import cases
+from trace_cases import cases
+from trace_validation import compare
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
-from gpuplan.errors import InfeasibleError, InputError
+from gpuplan.errors import GpuplanError, InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
 from gpuplan.schema.estimate import Note
@@ -40,9 +40,10 @@ from gpuplan.schema.prices import PriceBook
 from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
-from gpuplan.units import GIB
+from gpuplan.units import GIB, fmt_ram_gb
 
 if TYPE_CHECKING:  # imported when a plan has a machine (the audit's modules are not needed otherwise)
+    from gpuplan.core.audit.checks import Alternative, AuditResult
     from gpuplan.core.audit.machine import MachineSpec
 
 
@@ -239,7 +240,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         from gpuplan.core.audit.machine import MachineSpec
 
         if not isinstance(have, MachineSpec):
-            from gpuplan.probe import read_server_file
+            from gpuplan.catalog.server_file import read_server_file
 
             have = read_server_file(have, bundle.catalog)
     traced = _trace_project(proj, base) if proj.model.trace else None
@@ -311,3 +312,81 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
                      usable_bytes=usable, limits=limits)
+
+
+# --------------------------------------------------------------------------- the audit of a machine (`check`)
+
+def check_machine(project_path: str | Path, machine: MachineSpec, catalog: Catalog) -> AuditResult:
+    """`gpuplan check`: the project's estimate on the machine's GPUs (the layout it would run with), the changes
+    that would make it fit when it does not, and the audit of the whole machine (a MachineSpec: probed by
+    gpuplan.cli.probe, or read from a server file by gpuplan.catalog.server_file)."""
+    from gpuplan.core.audit.checks import audit, job_gpus, layout_for, on_machine
+    from gpuplan.core.sizing.speed import tokens_per_sample
+
+    project, base = load_project(project_path)
+    arch = resolve_model(project.model, base).arch
+    rules = load_server_rules()
+    tok = tokens_per_sample(arch, project.workload)
+    job = job_gpus(machine)
+    if not job:  # what a GPU would need: the project on its own hardware section (one GPU without one)
+        est = estimate(project, base_dir=base, catalog=catalog)
+        return audit(project, machine, est, rules, catalog, tokens_per_sample=tok)
+    gpu_id, n = job[0].catalog_id, len(job)
+    usable = min(g.memory_bytes for g in job) * (1 - project.constraints.memory_headroom)
+    layout = layout_for(project, n)
+    if layout is None:  # inference without a layout: the smallest tensor-parallel degree that fits
+        est, layout = _smallest_tp(project, base, catalog, gpu_id, n, usable)
+    else:
+        est = estimate(on_machine(project, gpu_id, n, layout), base_dir=base, catalog=catalog)
+    alts = [] if est.memory.device_bytes <= usable else \
+        _alternatives(project, base, catalog, gpu_id, n, layout, arch.kind, machine.ram_bytes)
+    return audit(project, machine, est, rules, catalog, job=job, tokens_per_sample=tok, alternatives=alts)
+
+
+def _smallest_tp(project: Project, base: Path | None, catalog: Catalog, gpu_id: str | None, n: int,
+                 usable: float) -> tuple[EstimateResult, Layout]:
+    from gpuplan.core.audit.checks import on_machine
+
+    found: tuple[EstimateResult, Layout] | None = None
+    for tp in (1, 2, 4, 8):
+        if n % tp:
+            continue
+        try:
+            est = estimate(on_machine(project, gpu_id, n, Layout(tp=tp)), base_dir=base, catalog=catalog)
+        except GpuplanError:
+            continue  # tp does not divide the model's heads
+        found = (est, Layout(tp=tp))
+        if est.memory.device_bytes <= usable:
+            break
+    if found is None:
+        return estimate(on_machine(project, gpu_id, n, Layout()), base_dir=base, catalog=catalog), Layout()
+    return found
+
+
+def _alternatives(project: Project, base: Path | None, catalog: Catalog, gpu_id: str | None, n: int,
+                  layout: Layout, kind: str, ram_bytes: int) -> list[Alternative]:
+    """Every change core/owned/tries.py knows that lowers the memory per GPU (the workload's settings, the
+    training stack's savers, layouts and CPU offload, then more GPUs of the same kind), each estimated on this
+    machine's GPU (issue #13: every fix the estimator confirms, not a fixed list). A CPU offload the machine's RAM
+    cannot hold is marked as needing hardware (more RAM), with what it needs."""
+    from gpuplan.core.audit.checks import Alternative, on_machine
+    from gpuplan.core.owned.tries import memory_tries
+    from gpuplan.core.owned.ways import RAM_USABLE_FRACTION, offload_host_bytes
+
+    out = []
+    for t in memory_tries(project, n, layout, kind):
+        try:
+            est = estimate(on_machine(t.project, gpu_id, t.gpus, t.layout), base_dir=base, catalog=catalog)
+            ref = est if t.layout.offload == "none" else estimate(
+                on_machine(t.project, gpu_id, t.gpus, t.layout.model_copy(update={"offload": "none"})),
+                base_dir=base, catalog=catalog)
+        except GpuplanError:
+            continue  # the change does not apply to this model (a layout its heads do not divide)
+        change, hardware = t.change, t.needs_hardware
+        host = offload_host_bytes(ref, t.layout.offload) if t.layout.offload != "none" else 0
+        if host > ram_bytes * RAM_USABLE_FRACTION:
+            change += f" (needs {fmt_ram_gb(host)} of host RAM; this machine has {fmt_ram_gb(ram_bytes)})"
+            hardware = True
+        out.append(Alternative(change=change, needs_hardware=hardware, gpus=t.gpus,
+                               device_bytes=est.memory.device_bytes))
+    return out

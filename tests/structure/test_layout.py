@@ -33,7 +33,6 @@ LONG_FUNCTIONS: dict[str, str] = {
         "the steady-batch serving model; it is replaced by the continuous-batching model of the serving issue (#14), "
         "which splits it by phase",
     "gpuplan.trace.custom.trace_factory": "one traced step: the parts share the FakeTensorMode and allocator contexts",
-    "gpuplan.validation_cases.cases": "a table of validation cases: data, one row per case",
 }
 
 
@@ -109,7 +108,7 @@ def test_the_catalogs_take_the_date_and_the_clock_is_read_in_one_place() -> None
     # a plan is made for a date the caller gives (issue #26): the catalogs check the user's rows against it, and
     # only gpuplan.clock.plan_date (the shells' default) and the web's record of when a scenario was saved read it
     readers = {mod for mod, path in modules().items() if clock_reads(path)}
-    assert readers == {"gpuplan.clock", "gpuplan.probe", "gpuplan.web.scenarios"}, readers
+    assert readers == {"gpuplan.clock", "gpuplan.cli.probe", "gpuplan.web.scenarios"}, readers
 
 
 def test_the_clock_check_sees_a_call(tmp_path: Path) -> None:

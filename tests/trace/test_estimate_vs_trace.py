@@ -1,9 +1,11 @@
-"""The analytic estimate against the exact trace of the same step (gpuplan.validation_cases): within 12% for
+"""The analytic estimate against the exact trace of the same step (benchmarks/trace_cases.py): within 12% for
 every case shipped as supported, within 5% at the median. benchmarks/trace_accuracy.py prints the table."""
 
 from __future__ import annotations
 
 import statistics
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,8 +13,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from gpuplan.validation import compare  # noqa: E402
-from gpuplan.validation_cases import cases  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from trace_cases import cases  # noqa: E402
+from trace_validation import compare  # noqa: E402
 
 pytestmark = pytest.mark.trace
 CASES = {c.name: c for c in cases()}

@@ -16,13 +16,14 @@ from gpuplan import api
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path, load_project, resolve_model
 from gpuplan.catalog.server_rules import load_server_rules
-from gpuplan.check import check_machine
+from gpuplan.api import check_machine
 from gpuplan.cli.check import register
 from gpuplan.core.audit.checks import (CHECKLIST, AuditResult, Disk, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
                                 match_gpu, on_machine)
 from gpuplan.core.sizing.speed import tokens_per_sample
 from gpuplan.errors import InputError, UnknownNameError
-from gpuplan.probe import NO_GPU_NOTE, parse_server, probe_machine, read_server_file
+from gpuplan.catalog.server_file import parse_server, read_server_file
+from gpuplan.cli.probe import NO_GPU_NOTE, probe_machine
 from gpuplan.schema.project import Layout
 from gpuplan.units import GIB, MIB
 

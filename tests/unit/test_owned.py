@@ -11,10 +11,10 @@ import pytest
 from gpuplan import api
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path
-from gpuplan.check import check_machine
+from gpuplan.api import check_machine
 from gpuplan.core.audit.machine import MachineSpec
 from gpuplan.core.owned.tries import memory_tries
-from gpuplan.probe import parse_server, read_server_file
+from gpuplan.catalog.server_file import parse_server, read_server_file
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Layout
 from gpuplan.units import GIB
@@ -209,7 +209,7 @@ def test_a_deadline_the_offload_misses_picks_the_smallest_change_that_meets_it(t
 def test_this_machine_with_gpus_probed_through_nvml(mistral: Path) -> None:
     """`--this-machine` on a machine with NVIDIA GPUs: the probe (NVML, faked here: the driver cannot run on CI)
     gives the GPUs, and the answer is for the largest group of one kind."""
-    from gpuplan.probe import probe_machine
+    from gpuplan.cli.probe import probe_machine
     from tests.unit.test_audit import _FakeNvml
 
     machine = probe_machine(nvml=_FakeNvml())

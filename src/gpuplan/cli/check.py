@@ -1,7 +1,7 @@
 """`gpuplan check`: audit a machine the user has (probed) or is offered (a server file) for one project.
 
 Exit codes: 0 the project fits the machine; 1 it does not (no GPU, too little GPU memory, too little disk);
-2 bad input. The audit itself is gpuplan.check.check_machine."""
+2 bad input. The audit itself is gpuplan.api.check_machine."""
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -108,10 +108,11 @@ def check(
         echo_examples()
         return
     from gpuplan.catalog.hardware import load_catalog
-    from gpuplan.check import check_machine
+    from gpuplan.api import check_machine
     from gpuplan.clock import plan_date
     from gpuplan.errors import InputError
-    from gpuplan.probe import probe_machine, read_server_file
+    from gpuplan.catalog.server_file import read_server_file
+    from gpuplan.cli.probe import probe_machine
 
     try:
         if this_machine == (server is not None):

@@ -102,7 +102,8 @@ def _owned(have: Path | None, this_machine: bool, catalog: list[Path],
                                      "machine), not both")
     from gpuplan.catalog.hardware import load_catalog
     from gpuplan.clock import plan_date
-    from gpuplan.probe import probe_machine, read_server_file
+    from gpuplan.catalog.server_file import read_server_file
+    from gpuplan.cli.probe import probe_machine
 
     cat = load_catalog(catalog, as_of=plan_date(as_of))
     return probe_machine(catalog=cat) if this_machine else read_server_file(have or Path(), cat)

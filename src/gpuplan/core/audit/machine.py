@@ -1,4 +1,4 @@
-"""The machine an audit judges (`gpuplan check`): its GPUs, disks, CPU and RAM as `gpuplan.probe` probes them or a
+"""The machine an audit judges (`gpuplan check`): its GPUs, disks, CPU and RAM as `gpuplan.cli.probe` probes them or a
 server file gives them; which catalog row a driver-reported GPU is; which GPUs one job runs on and with what
 layout. Pure."""
 

@@ -1,6 +1,6 @@
 """Estimate vs exact trace: the same step described once, estimated analytically and traced under
 FakeTensorMode (the `trace` extra). Used by tests/trace/test_estimate_vs_trace.py and
-benchmarks/trace_accuracy.py."""
+benchmarks/trace_accuracy.py, which put benchmarks/ on the import path."""
 
 from __future__ import annotations
 

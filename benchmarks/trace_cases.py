@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.catalog.loader import load_presets
-from gpuplan.validation import Case
+from trace_validation import Case
 
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "hf-configs"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hf-configs"
 
 
 def _config(name: str, layers: int | None = None) -> dict[str, Any]:
