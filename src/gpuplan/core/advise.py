@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
+from typing import Any
 from functools import partial
 
 from gpuplan.core.checklist import build_checklist, build_faq
@@ -23,7 +24,8 @@ from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanResult, Rejected
-from gpuplan.schema.project import Objective, Project
+from gpuplan.schema.defaults import Objective
+from gpuplan.schema.project import Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money
 
@@ -57,10 +59,8 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )
-    if traced is not None:
-        out = search_traced(inp, traced, obj)
-    else:
-        out = search(inp, obj, growth_top=top, top=top)
+    out: SearchOutput[Any] = (search_traced(inp, traced, obj) if traced is not None
+                              else search(inp, obj, growth_top=top, top=top))
     shown, over = _within_budget(project, out, bundle, currency, top, as_of)
     if not shown:
         raise InfeasibleError(binding_constraint([*out.rejected, *over]))
@@ -96,13 +96,13 @@ def plan_evidence(bundle: Bundle, as_of: datetime.date) -> dict[str, Evidence]:
     return evidence_by_gpu(bundle.catalog.gpus.rows.values(), bundle.speed, bundle.prices, as_of)
 
 
-def _shown_growth(out: SearchOutput, shown: list[Candidate]) -> list[GrowthRow]:
+def _shown_growth(out: SearchOutput[Any], shown: list[Candidate]) -> list[GrowthRow]:
     """The growth view of the shown candidates only (one over budget is rejected after the search built it)."""
     keys = {(c.gpu_id, c.gpus_per_server, c.servers) for c in shown}
     return [g for g in out.growth_view if (g.gpu_id, g.gpus_per_server, g.servers) in keys]
 
 
-def _within_budget(project: Project, out: SearchOutput, bundle: Bundle, currency: str, top: int | None,
+def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, currency: str, top: int | None,
                    as_of: datetime.date) -> tuple[list[Candidate], list[Rejected]]:
     """The first `top` ranked candidates (all when None) whose chosen deployment costs no more than goals.budget,
     each with its deployment options: the budget is checked against the very total the report shows. The

@@ -60,7 +60,8 @@ class Catalog(BaseModel):
     user_files: tuple[str, ...] = ()
 
     def table(self, kind: str) -> Table[Any]:
-        return getattr(self, PLURALS[kind])
+        table: Table[Any] = getattr(self, PLURALS[kind])
+        return table
 
 
 __all__ = ["PLURALS", "Catalog", "Origin", "Table"]

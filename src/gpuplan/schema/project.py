@@ -34,6 +34,7 @@ Purpose = Literal["experiment", "production"]
 Currency = Literal["EUR", "USD"]
 BudgetPeriod = Literal["total", "monthly"]
 DeploymentOption = Literal["on-prem", "managed", "cloud"]
+DEPLOYMENT_OPTIONS: tuple[DeploymentOption, ...] = ("on-prem", "managed", "cloud")
 Offload = Literal["none", "optimizer", "params"]
 OptimizerImpl = Literal["fused", "foreach", "for-loop"]
 Loss = Literal["standard", "chunked"]
@@ -235,7 +236,7 @@ class Constraints(_Section):
 class Deployment(_Section):
     """Where the hardware lives, and the cost assumptions to use instead of the defaults of data/tco.toml."""
 
-    options: list[DeploymentOption] = Field(default_factory=lambda: ["on-prem", "managed", "cloud"])
+    options: list[DeploymentOption] = Field(default_factory=lambda: list(DEPLOYMENT_OPTIONS))
     #: facility power usage effectiveness (total facility power / IT power)
     pue: Number | None = Field(None, ge=1.0, le=3.0)
     #: electricity price per kWh, in the budget's currency

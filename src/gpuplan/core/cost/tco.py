@@ -240,7 +240,7 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
     if best.option == "on-prem" and use.utilization < 0.3:
         reasons.append(f"owning pays at {use.utilization:.0%} busy only because the alternatives are dearer over "
                        "this horizon; idle hardware still depreciates")
-    return DeploymentChoice(option=best.option, provider=best.provider, total_cost=best.total_cost,  # type: ignore[arg-type]
+    return DeploymentChoice(option=best.option, provider=best.provider, total_cost=best.total_cost,
                             monthly_cost=best.monthly_cost, currency=best.currency, reasons=reasons)
 
 

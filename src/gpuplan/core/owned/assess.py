@@ -58,7 +58,7 @@ def plan_without_candidates(project: Project, bundle: Bundle, objective: str | N
                             as_of: datetime.date) -> PlanResult:
     """The plan when nothing to buy or rent qualifies (the binding constraint as a note), so that the owned
     server's answer can still be given: no recommendation, no candidates."""
-    return PlanResult(project=project.name, objective=objective or project.goals.objective,  # type: ignore[arg-type]
+    return PlanResult(project=project.name, objective=objective or project.goals.objective,
                       recommendation=None, candidates=[], rejected=[], checklist=[],
                       stats=PlanStats(candidates_evaluated=0, search_seconds=0.0, gpu_types=0),
                       notes=[Note(code="no-candidate", severity="warning", message=reason)],
@@ -101,10 +101,10 @@ def _least_change_first(ways: list[HaveWay]) -> list[HaveWay]:
     AdamW alone before all the savers together, when both run in time): the estimates are not finer than that."""
     if not ways or not ways[0].runs or not ways[0].changes_recipe or ways[0].time_hours is None:
         return ways
-    head = ways[0]
+    head, fastest = ways[0], ways[0].time_hours
     peers = [w for w in ways if w.runs and w.changes_recipe and w.meets_target == head.meets_target
              and ("task" in w.workload_changes) == ("task" in head.workload_changes) and w.time_hours is not None
-             and w.time_hours <= 1.1 * head.time_hours]
+             and w.time_hours <= 1.1 * fastest]
     pick = min(peers, key=lambda w: (RECIPE_RISK.get(w.code, 9), w.time_hours or 0.0))
     return [pick, *(w for w in ways if w is not pick)]
 

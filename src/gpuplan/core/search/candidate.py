@@ -122,7 +122,7 @@ class Pick:
 
 
 def _reject(rejected: list[Rejected], gpu: Gpu, ps: int, servers: int, code: str, reason: str) -> None:
-    rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code,  # type: ignore[arg-type]
+    rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code,
                              reason=reason))
 
 
@@ -235,7 +235,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         server=server, fits=(mem.device_bytes if start is None else start) <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
-        price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,  # type: ignore[arg-type]
+        price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,
         time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=k.score, pareto=k.pareto, reasons=reasons,
         evidence=ctx.evidence.get(gpu.id),
     )

@@ -77,7 +77,7 @@ def gpu_evidence(gpu: Gpu, speed: SpeedModel, cloud: list[CloudPrice], hosting: 
                        + " and ".join(w for w, bad in (("the speed is extrapolated", not calibrated),
                                                        ("the price rests on one old quote or none", price == "thin"))
                                       if bad))
-    return Evidence(speed="calibrated" if calibrated else "extrapolated", price=price,  # type: ignore[arg-type]
+    return Evidence(speed="calibrated" if calibrated else "extrapolated", price=price,
                     quotes=quotes, providers=len(providers), newest_quote=max(dates) if dates else None,
                     adequate=adequate, reasons=reasons)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from gpuplan.core.search.candidate import Pick
 from gpuplan.core.server.common import Needs
@@ -46,7 +46,11 @@ class SearchInputs:
     serving: ServingData | None = None
 
 
-class SearchOutput(NamedTuple):
+#: what a search ranks: its light records (`Pick`, core/search/explore.py) or full candidates (a traced model's)
+K = TypeVar("K", Pick, Candidate)
+
+
+class SearchOutput(NamedTuple, Generic[K]):
     #: ranked, best first; full results for the first `top` (all when None)
     candidates: list[Candidate]
     rejected: list[Rejected]
@@ -55,9 +59,9 @@ class SearchOutput(NamedTuple):
     growth_view: list[GrowthRow]
     #: every kept candidate, ranked, as the light records the ranking read (gpu_id, gpus_per_server, servers,
     #: time_hours, cost, ...): what the FAQ compares across all of them
-    ranked: list[Pick]
+    ranked: list[K]
     #: the full Candidate of any of `ranked` (the first `top` are in `candidates` already)
-    materialize: Callable[[Pick], Candidate]
+    materialize: Callable[[K], Candidate]
 
 
 __all__ = ["SearchInputs", "SearchOutput"]

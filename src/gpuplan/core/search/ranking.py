@@ -139,7 +139,7 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     times = [_time(c) for c in cands]  # each read once: the reference, the front, the scores and the order
     costs = [c.cost for c in cands]
     ref = [i for i, a in enumerate(ok) if a] or range(len(cands))  # `reference`, by position
-    priced = [costs[i] for i in ref if costs[i] is not None]
+    priced = [v for i in ref if (v := costs[i]) is not None]
     p_min = min(priced) if priced else 1.0
     t_min = min(times[i] for i in ref) or 1e-9
     front = pareto_front([c or math.inf for c in costs], times)

@@ -22,7 +22,7 @@ from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import GIB, HOURS_PER_MONTH
 
 
-def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> SearchOutput:
+def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> SearchOutput[Candidate]:
     """The search for a traced model (`model.trace`): each GPU type x 1-8 data-parallel GPUs in one server, from
     the trace's measured memory and FLOPs (core/sizing/traced.py). Time is for 1,000 batches of the factory's inputs,
     spread over the GPUs."""
@@ -95,7 +95,7 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
     # no growth view: the planned growth is not applied to a traced model either (trace the grown model)
     ranked = [c.model_copy(update={"score": score, "pareto": front}) for c, score, front in
               rank(cands, objective, same)]
-    return SearchOutput(ranked, rejected, stats, [], ranked, lambda c: c)  # type: ignore[arg-type]
+    return SearchOutput(ranked, rejected, stats, [], ranked, lambda c: c)
 
 
 __all__ = ["search_traced"]
