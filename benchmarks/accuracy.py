@@ -21,16 +21,15 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import baselines
 import yaml
 
 from gpuplan.api import estimate
 from gpuplan.catalog.hardware import builtin_catalog
-from gpuplan.catalog.loader import find_preset, load_overheads, resolve_model
+from gpuplan.catalog.loader import load_overheads, resolve_model
 from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.project import ModelRef
 from gpuplan.units import GB, GIB, MIB
-
-import baselines  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "validation" / "measurements.yaml"
 GPU_OF = {"Tesla V100-SXM2-16GB": "v100-sxm2-16gb", "A100-80GB": "a100-sxm-80gb", "A10G-24GB": "a10g-24gb"}

@@ -16,8 +16,8 @@ Run: python benchmarks/device_accuracy.py [FILE.json ...] [--gpu ID] [--markdown
 from __future__ import annotations
 
 import argparse
-import math
 import json
+import math
 import statistics
 import sys
 import tempfile

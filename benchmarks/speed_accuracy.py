@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpuplan.catalog.loader import load_speed_model  # noqa: E402
+from speed_cases import Case, load_cases, naive, predict, source_group
 
-from speed_cases import Case, load_cases, naive, predict, source_group  # noqa: E402
+from gpuplan.catalog.loader import load_speed_model
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -83,10 +83,10 @@ def by_source(rows: list[Row]) -> list[tuple[str, str, int, str, str]]:
 
 
 def explain(c: Case, sm) -> None:  # type: ignore[no-untyped-def]
+    from speed_cases import _trainable
+
     from gpuplan.catalog.loader import load_activation_table
     from gpuplan.core.sizing.speed import estimate_training_speed
-
-    from speed_cases import _trainable
 
     r = estimate_training_speed(c.arch, c.params, c.workload, c.layout, c.gpus, c.gpu, sm, load_activation_table(),
                                 trainable=_trainable(c), total_tokens=c.tokens)
@@ -110,15 +110,14 @@ MLPERF_H200_VS_H100 = 29.4 / 23.3
 
 def relative_checks(sm) -> list[tuple[str, str, str, str]]:  # type: ignore[no-untyped-def]
     """(check, measured, gpuplan, naive) for ratios where the unknowns of a run cancel."""
+    from speed_cases import model_arch
+
     from gpuplan.catalog.hardware import builtin_catalog
     from gpuplan.catalog.loader import load_activation_table
     from gpuplan.core.sizing.lora import lora_params
+    from gpuplan.core.sizing.params import count_params
     from gpuplan.core.sizing.speed import estimate_training_speed
     from gpuplan.schema.project import Layout, Workload
-
-    from speed_cases import model_arch
-
-    from gpuplan.core.sizing.params import count_params
 
     gpus = builtin_catalog().gpus.rows
     table = load_activation_table()

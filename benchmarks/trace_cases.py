@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuplan.catalog.loader import load_presets
 from trace_validation import Case
+
+from gpuplan.catalog.loader import load_presets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hf-configs"
 

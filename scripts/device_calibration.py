@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -597,11 +597,10 @@ QLORA_CASES = [
 
 def run_qlora_case(case: tuple, dev: Device, tmp: Path) -> dict:
     """Load peak and step peaks of one QLoRA case (bitsandbytes NF4 + PEFT), on an empty GPU."""
+    import bitsandbytes
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
-
-    import bitsandbytes
 
     cid, name, layers, b, s, rank, targets = case
     config = json.loads((ROOT / "tests" / "fixtures" / "hf-configs" / f"{name}.json").read_text())
@@ -662,7 +661,7 @@ def run_qlora(out: Path, dev: Device, budget_s: float) -> int:
 
     t_start = time.perf_counter()
     doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-qlora-calibration",
-           "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cases": []}
+           "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "cases": []}
     with tempfile.TemporaryDirectory() as tmp:
         for case in QLORA_CASES:
             if time.perf_counter() - t_start > budget_s:
@@ -791,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         pass
     doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-device-calibration", "mode": "smoke" if a.smoke else "device",
-           "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
            "cases_file": str(a.cases.resolve().relative_to(ROOT)) if a.cases.resolve().is_relative_to(ROOT) else str(a.cases),
            "gpu_catalog_id": meta.get("gpu")}
     doc["cuda_context"] = cuda_context(torch, dev, nvml, before)
@@ -833,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     doc["cuda_context"]["nvml_used_after_run_bytes"] = nvml.used()
     doc["cuda_context"]["torch_reserved_after_run_bytes"] = dev.reserved()
-    doc["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     doc["seconds"] = time.perf_counter() - t_start
     write(a.out, doc)
     ok = sum(c["status"] == "ok" for c in doc["cases"])

@@ -26,8 +26,13 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification,
-                          AutoModelForSeq2SeqLM, AutoModelForSequenceClassification)
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForImageClassification,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
+)
 
 from gpuplan.trace.cuda_emulation import cuda_emulation  # CUDA's autocast lists, fused dropout, SDPA kernels
 

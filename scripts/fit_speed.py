@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from speed_cases import Case, load_cases, predict  # noqa: E402
+
 from gpuplan.catalog.loader import load_speed_model  # noqa: E402
 from gpuplan.schema.speed import SpeedModel  # noqa: E402
-
-from speed_cases import Case, load_cases, predict  # noqa: E402
 
 DATA = ROOT / "src" / "gpuplan" / "data" / "speed.toml"
 #: (kind, generation or None, field, lower bound, upper bound)
@@ -116,7 +116,8 @@ def fit(cases: list[Case], sm: SpeedModel, *, quiet: bool = False, rounds: int =
 def fit_qlora(sm: SpeedModel) -> tuple[SpeedModel, str]:
     """QLoRA's dequantization cost from LitGPT's QLoRA/LoRA runtime pairs (same model, data and batch on one
     A10G), timed at 362 tokens per sample (between the 256 and 512 LitGPT pads Alpaca2k batches to)."""
-    from speed_accuracy import LITGPT_PAIRS  # noqa: PLC0415
+    from speed_accuracy import LITGPT_PAIRS
+    from speed_cases import model_arch
 
     from gpuplan.catalog.hardware import builtin_catalog
     from gpuplan.catalog.loader import load_activation_table
@@ -124,8 +125,6 @@ def fit_qlora(sm: SpeedModel) -> tuple[SpeedModel, str]:
     from gpuplan.core.sizing.params import count_params
     from gpuplan.core.sizing.speed import estimate_training_speed
     from gpuplan.schema.project import Layout, Workload
-
-    from speed_cases import model_arch
 
     gpu = builtin_catalog().gpus.rows["a10g-24gb"]
     table = load_activation_table()

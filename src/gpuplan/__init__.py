@@ -19,8 +19,14 @@ if TYPE_CHECKING:
     from gpuplan.catalog.server_file import read_server_file
     from gpuplan.cli.probe import probe_machine
     from gpuplan.clock import plan_date
-    from gpuplan.errors import (CatalogError, GpuplanError, HubUnavailableError, InfeasibleError, InputError,
-                                UnknownNameError)
+    from gpuplan.errors import (
+        CatalogError,
+        GpuplanError,
+        HubUnavailableError,
+        InfeasibleError,
+        InputError,
+        UnknownNameError,
+    )
     from gpuplan.schema.catalog import Catalog
     from gpuplan.schema.plan import FitResult, PlanResult
     from gpuplan.schema.project import Project

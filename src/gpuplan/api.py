@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpuplan.catalog.currency import in_currency, usd_figures
 from gpuplan.catalog.hardware import Catalog, builtin_catalog, load_catalog
@@ -33,7 +33,7 @@ from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
 from gpuplan.errors import GpuplanError, InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
-from gpuplan.schema.defaults import PLAN_TOP  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
+from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.plan import Evidence, FitResult, PlanResult
 from gpuplan.schema.prices import PriceBook
@@ -201,6 +201,13 @@ def _bundle(catalog: Catalog, prices: PriceBook) -> Bundle:
                   platform_needs=needs, serving=_serving_data(), fx_as_of=load_fx_dates())
 
 
+def _objective(objective: str | None) -> Objective | None:
+    """`objective` as the plan takes it (the shells check it against OBJECTIVES)."""
+    if objective is not None and objective not in OBJECTIVES:
+        raise InputError(["objective"], f"unknown objective {objective!r}", ", ".join(OBJECTIVES))
+    return cast(Objective | None, objective)  # one of OBJECTIVES: a member of the Literal
+
+
 @lru_cache(maxsize=8)
 def _in_currency(bundle: Bundle, currency: str) -> Bundle:
     """`bundle` converted into `currency`, once per bundle (a Bundle hashes by identity)."""
@@ -249,9 +256,10 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     money = _in_currency(bundle, currency)  # one currency inside the core: the plan's
     try:
         with collector_paused():
-            result = advise.plan(proj, money, as_of=when, arch=model.arch if model else None, traced=traced,  # type: ignore[arg-type]
-                                 objective=objective, top=top, evidence=_evidence(bundle, when),
+            result = advise.plan(proj, money, as_of=when, arch=model.arch if model else None, traced=traced,
+                                 objective=_objective(objective), top=top, evidence=_evidence(bundle, when),
                                  clock=time.perf_counter)
+        infeasible: InfeasibleError | None = None
     except InfeasibleError as exc:
         if have is None or model is None:
             raise
@@ -259,8 +267,6 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         from gpuplan.core.owned.assess import plan_without_candidates
 
         result, infeasible = plan_without_candidates(proj, money, objective, str(exc), when), exc
-    else:
-        infeasible = None
     result = usd_figures(result, bundle.fx[currency])
     if framework_notes:
         result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})

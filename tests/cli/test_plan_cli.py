@@ -3,10 +3,9 @@ one-line errors."""
 
 from __future__ import annotations
 
-import math
-
 import functools
 import json
+import math
 import re
 import subprocess
 import sys
@@ -16,8 +15,8 @@ from typing import Any
 import pytest
 
 from gpuplan.catalog.hardware import builtin_catalog
-from gpuplan.core.search.ranking import SHORTEST_RUN_HOURS
 from gpuplan.catalog.loader import example_names, example_path, load_presets, load_project
+from gpuplan.core.search.ranking import SHORTEST_RUN_HOURS
 
 CHECKLIST = ["VRAM validated", "System synergy", "Growth plan", "Deployment decision", "Total cost"]
 VERDICTS = {"pass", "warn", "fail", "not evaluated"}

@@ -14,15 +14,15 @@ from typer.testing import CliRunner
 from gpuplan import api
 from gpuplan.catalog.currency import in_currency
 from gpuplan.catalog.loader import example_names, example_path, load_project
-from gpuplan.core.cost.deployments import median_rent
 from gpuplan.cli import app
+from gpuplan.core.cost.deployments import median_rent
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Budget
 
 EXAMPLES = example_names()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def planned(name: str) -> PlanResult:
     return api.plan(example_path(name), top=100)
 

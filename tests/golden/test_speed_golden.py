@@ -12,7 +12,7 @@ import math
 import re
 import statistics
 import sys
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def cases() -> dict[str, Any]:
     return {c.id: c for c in speed_cases.load_cases()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def predicted(case_id: str) -> float:
     return speed_cases.predict(cases()[case_id], SM)
 

@@ -14,8 +14,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from trace_cases import cases  # noqa: E402
-from trace_validation import compare  # noqa: E402
+from trace_cases import cases
+from trace_validation import compare
 
 pytestmark = pytest.mark.trace
 CASES = {c.name: c for c in cases()}

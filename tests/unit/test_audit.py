@@ -13,17 +13,27 @@ import typer
 from typer.testing import CliRunner
 
 from gpuplan import api
+from gpuplan.api import check_machine
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path, load_project, resolve_model
+from gpuplan.catalog.server_file import parse_server, read_server_file
 from gpuplan.catalog.server_rules import load_server_rules
-from gpuplan.api import check_machine
 from gpuplan.cli.check import register
-from gpuplan.core.audit.checks import (CHECKLIST, AuditResult, Disk, MachineGpu, MachineSpec, audit, job_gpus, layout_for,
-                                match_gpu, on_machine)
+from gpuplan.cli.probe import NO_GPU_NOTE, probe_machine
+from gpuplan.core.audit.checks import (
+    CHECKLIST,
+    AuditResult,
+    Disk,
+    MachineGpu,
+    MachineSpec,
+    audit,
+    job_gpus,
+    layout_for,
+    match_gpu,
+    on_machine,
+)
 from gpuplan.core.sizing.speed import tokens_per_sample
 from gpuplan.errors import InputError, UnknownNameError
-from gpuplan.catalog.server_file import parse_server, read_server_file
-from gpuplan.cli.probe import NO_GPU_NOTE, probe_machine
 from gpuplan.schema.project import Layout
 from gpuplan.units import GIB, MIB
 
@@ -286,7 +296,7 @@ class _FakeNvml:
     class NVMLError(Exception):
         pass
 
-    class NVMLError_NotSupported(NVMLError):  # noqa: N801 (pynvml's name)
+    class NVMLError_NotSupported(NVMLError):
         pass
 
     NVML_FEATURE_ENABLED = 1
@@ -298,43 +308,43 @@ class _FakeNvml:
     def __init__(self, fail_init: bool = False) -> None:
         self.fail_init, self.shut = fail_init, False
 
-    def nvmlInit(self) -> None:  # noqa: N802
+    def nvmlInit(self) -> None:
         if self.fail_init:
             raise self.NVMLError("Driver Not Loaded")
 
-    def nvmlShutdown(self) -> None:  # noqa: N802
+    def nvmlShutdown(self) -> None:
         self.shut = True
 
-    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
+    def nvmlSystemGetDriverVersion(self) -> str:
         return "550.54.15"
 
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+    def nvmlDeviceGetCount(self) -> int:
         return len(self.GPUS)
 
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:  # noqa: N802
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
         return i
 
-    def nvmlDeviceGetName(self, h: int) -> str | bytes:  # noqa: N802
+    def nvmlDeviceGetName(self, h: int) -> str | bytes:
         return self.GPUS[h][0]
 
-    def nvmlDeviceGetMemoryInfo(self, h: int) -> SimpleNamespace:  # noqa: N802
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> SimpleNamespace:
         return SimpleNamespace(total=self.GPUS[h][1] * MIB)
 
-    def nvmlDeviceGetEccMode(self, h: int) -> tuple[int, int]:  # noqa: N802
+    def nvmlDeviceGetEccMode(self, h: int) -> tuple[int, int]:
         if self.GPUS[h][2] is None:
             raise self.NVMLError_NotSupported("Not Supported")
         return (1, 1)
 
-    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:  # noqa: N802
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
         return self.GPUS[h][3]
 
-    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: int) -> int:  # noqa: N802
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: int) -> int:
         return self.GPUS[h][4]
 
-    def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:  # noqa: N802
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:
         return self.GPUS[h][5]
 
-    def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:  # noqa: N802
+    def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:
         if link >= self.GPUS[h][6]:
             raise self.NVMLError_NotSupported("Not Supported")
         return 1

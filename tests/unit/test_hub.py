@@ -151,10 +151,10 @@ class FakeHub(BaseHTTPRequestHandler):
         if with_body:
             self.wfile.write(body)
 
-    def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_HEAD(self) -> None:
         self._answer(False)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._answer(True)
 
     def log_message(self, *args: object) -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from gpuplan import api
+from gpuplan.api import check_machine
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path
-from gpuplan.api import check_machine
+from gpuplan.catalog.server_file import parse_server, read_server_file
 from gpuplan.core.audit.machine import MachineSpec
 from gpuplan.core.owned.tries import memory_tries
-from gpuplan.catalog.server_file import parse_server, read_server_file
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Layout
 from gpuplan.units import GIB

@@ -28,12 +28,12 @@ FR_EXAMPLE = "llama3-70b-serving"
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plan(name: str) -> PlanResult:
     return api.plan(example_path(name), top=5)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _html(name: str, lang: str = "en") -> str:
     return render_html(_plan(name), lang)
 

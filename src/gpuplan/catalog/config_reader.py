@@ -3,6 +3,7 @@ Every error names the key and the file (catalog/hf_config.py builds the architec
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +38,7 @@ class Reader:
                              f"{value}", source=self.source)
         return value
 
-    def ints(self, name: str, default: list[int]) -> list[int]:
+    def ints(self, name: str, default: list[builtins.int]) -> list[builtins.int]:
         """A list of positive integers (ResNet depths and hidden_sizes, mlp_only_layers)."""
         value = self.get(name, default=default)
         if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0

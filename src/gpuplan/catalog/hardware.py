@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -148,7 +148,8 @@ def load_catalog(user_files: Sequence[str | Path] = (), *, as_of: datetime.date 
                 origins[r.id] = Origin(file=path, overrides_builtin=r.id in builtin_ids)
                 rows[r.id] = r
         _check_aliases(kind, rows, origins)
-        tables[plural] = Table[KINDS[kind][0]](kind=kind, rows=rows, origins=origins)  # type: ignore[valid-type]
+        table = cast(Any, Table)[KINDS[kind][0]]  # Table[Gpu], Table[Cpu], ...: the row type is the kind's
+        tables[plural] = table(kind=kind, rows=rows, origins=origins)
     return Catalog(**tables, user_files=tuple(str(f) for f in user_files))
 
 

@@ -23,7 +23,7 @@ from gpuplan.core.search.evidence import STALE_DAYS
 from gpuplan.errors import CatalogError, clip, suggest
 from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer, PriceBook
 
-TABLES = {"cloud": CloudPrice, "hosting": HostingOffer}
+TABLES: dict[str, type[CloudPrice] | type[HostingOffer]] = {"cloud": CloudPrice, "hosting": HostingOffer}
 
 
 def _rows(table: str, raw: Any, path: str, first_row: int = 1, as_of: datetime.date | None = None) -> list[Any]:
@@ -114,7 +114,8 @@ def _parse_user(path: Path, as_of: datetime.date | None) -> tuple[list[CloudPric
         if skypilot.looks_like(text):
             return skypilot.parse(text, path, skypilot.modified(path)), []
         tables = _csv_rows(text, name)
-        cloud, hosting = [], []
+        cloud: list[CloudPrice] = []
+        hosting: list[HostingOffer] = []
         for table, rows in tables.items():
             for row in rows:
                 line = row.pop("_row")
@@ -131,8 +132,8 @@ def _parse_user(path: Path, as_of: datetime.date | None) -> tuple[list[CloudPric
         reading.check_values(data)
         reading.check_rows(data, list(TABLES))
     except reading.Unreadable as exc:
-        row, field = reading.row_error_at(data, exc.loc)
-        raise CatalogError(name, exc.message, row=row, field=field) from None
+        at, field = reading.row_error_at(data, exc.loc)
+        raise CatalogError(name, exc.message, row=at, field=field) from None
     unknown = [k for k in data if k not in TABLES and k != "schema_version"]
     if unknown:
         hint = suggest(str(unknown[0]), TABLES)
@@ -176,7 +177,8 @@ def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | 
     cloud, hosting = list(book.cloud), {h.id: h for h in book.hosting}
     for f in user_files:
         c, h = _parse_user(Path(f), as_of)
-        for row in [*c, *h]:
+        rows: list[CloudPrice | HostingOffer] = [*c, *h]
+        for row in rows:
             if gpu_ids is not None and row.gpu_id not in gpu_ids:
                 hint = suggest(row.gpu_id, gpu_ids)
                 raise CatalogError(str(f), f"unknown gpu_id {clip(row.gpu_id)}"

@@ -67,7 +67,7 @@ def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
             from None
 
 
-class _NoDuplicateKeys:
+class _NoDuplicateKeys(yaml.constructor.SafeConstructor):
     """A YAML loader's constructor that refuses a key given twice in one mapping (SafeLoader keeps the last one)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -84,7 +84,7 @@ class _NoDuplicateKeys:
                 raise yaml.constructor.ConstructorError(None, None, f"the key {clip(key)} is given twice",
                                                         key_node.start_mark)
             seen.add(key)
-        return super().construct_mapping(node, deep)  # type: ignore[misc]
+        return super().construct_mapping(node, deep)
 
 
 class _Loader(_NoDuplicateKeys, yaml.SafeLoader):

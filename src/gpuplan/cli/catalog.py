@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -10,10 +10,10 @@ from gpuplan.cli.common import CatalogFiles, console, fail
 from gpuplan.errors import GpuplanError
 
 AsJson = Annotated[bool, typer.Option("--json", help="JSON output.")]
-Where = Annotated[Optional[list[str]], typer.Option(
+Where = Annotated[list[str] | None, typer.Option(
     "--where", help="Filter rows: FIELD=VALUE, FIELD>=NUMBER or FIELD<=NUMBER; dotted fields reach inside "
                     "(tflops.bf16>=300, interconnect.kind=nvlink-switch, market_class=datacenter). Repeatable.")]
-RowId = Annotated[Optional[str], typer.Argument(help="Show one row in full (id or alias).")]
+RowId = Annotated[str | None, typer.Argument(help="Show one row in full (id or alias).")]
 
 Columns = list[tuple[str, Callable[[Any], str]]]
 

@@ -4,7 +4,7 @@ Exit codes: 0 the project fits the machine; 1 it does not (no GPU, too little GP
 2 bad input. The audit itself is gpuplan.api.check_machine."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -94,7 +94,7 @@ def check(
     list_examples: ListExamples = False,
     this_machine: Annotated[bool, typer.Option("--this-machine", help="Probe this machine: CPU, RAM, disks, "
                                                                       "NVIDIA GPUs (NVML).")] = False,
-    server: Annotated[Optional[Path], typer.Option("--server", help="A server file describing an offered "
+    server: Annotated[Path | None, typer.Option("--server", help="A server file describing an offered "
                                                                     "machine (docs/check.md).")] = None,
     disk_test: Annotated[bool, typer.Option(
         "--disk-test", help="With --this-machine: time reading a 256 MiB temporary file back (writes it in the "
@@ -107,12 +107,12 @@ def check(
     if list_examples:
         echo_examples()
         return
-    from gpuplan.catalog.hardware import load_catalog
     from gpuplan.api import check_machine
-    from gpuplan.clock import plan_date
-    from gpuplan.errors import InputError
+    from gpuplan.catalog.hardware import load_catalog
     from gpuplan.catalog.server_file import read_server_file
     from gpuplan.cli.probe import probe_machine
+    from gpuplan.clock import plan_date
+    from gpuplan.errors import InputError
 
     try:
         if this_machine == (server is not None):

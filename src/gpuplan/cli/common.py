@@ -7,7 +7,7 @@ the command bodies."""
 import datetime
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -102,7 +102,7 @@ class Commands(TyperGroup):
     one line (fail); click's usage errors keep their message and exit code 2; output to a closed pipe stops quietly
     (broken_pipe); anything else is the `internal` error, exit code 3 (docs/errors.md)."""
 
-    def invoke(self, ctx: typer.Context) -> object:
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer's own copy of click since 0.29)
         try:
             return super().invoke(ctx)
         except CLICK_EXITS:
@@ -184,20 +184,20 @@ class PlanFormat(str, Enum):
     html = "html"
 
 
-ProjectFile = Annotated[Optional[Path], typer.Argument(help="Project file (YAML or JSON).")]
-Example = Annotated[Optional[str], typer.Option(help="A built-in example project instead of a file.")]
+ProjectFile = Annotated[Path | None, typer.Argument(help="Project file (YAML or JSON).")]
+Example = Annotated[str | None, typer.Option(help="A built-in example project instead of a file.")]
 ListExamples = Annotated[bool, typer.Option("--list-examples", help="List the built-in examples.")]
 OutputFormat = Annotated[Format, typer.Option("--format", help="Output format.")]
-Headroom = Annotated[Optional[float], typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
+Headroom = Annotated[float | None, typer.Option(min=0.0, max=0.8, help="Fraction of GPU memory kept free "
                                                                            f"(default {MEMORY_HEADROOM:.2f}).")]
-CatalogFiles = Annotated[Optional[list[Path]], typer.Option(
+CatalogFiles = Annotated[list[Path] | None, typer.Option(
     "--catalog", help="A file of your own rows (TOML, YAML or JSON, same schema); a row replaces the built-in one with "
                       "the same id. Repeatable.")]
-AsOf = Annotated[Optional[datetime.datetime], typer.Option(
+AsOf = Annotated[datetime.datetime | None, typer.Option(
     "--as-of", formats=["%Y-%m-%d"], help="The date the plan is made for (default: $GPUPLAN_AS_OF, else today): "
                                           "quotes older than six months on it are flagged and weigh less, and no "
                                           "row of your --catalog or --prices files may postdate it.")]
-PriceFiles = Annotated[Optional[list[Path]], typer.Option(
+PriceFiles = Annotated[list[Path] | None, typer.Option(
     "--prices", help="A price list of your own (CSV or YAML: cloud GPU-hour prices, hosting offers), added to the "
                      "built-in ones. Repeatable.")]
 

@@ -1,7 +1,7 @@
 """`gpuplan estimate`: the peak GPU memory per GPU of a project, or of a Hugging Face model alone."""
 
 from contextlib import nullcontext
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,9 +26,9 @@ def estimate(
     project: ProjectFile = None,
     example: Example = None,
     list_examples: ListExamples = False,
-    gpu: Annotated[Optional[str], typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = None,
-    gpus: Annotated[Optional[int], typer.Option(min=1, max=100_000, help="Number of GPUs.")] = None,
-    hf: Annotated[Optional[str], typer.Option("--hf", help="A Hugging Face model id (org/name): replaces the "
+    gpu: Annotated[str | None, typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = None,
+    gpus: Annotated[int | None, typer.Option(min=1, max=100_000, help="Number of GPUs.")] = None,
+    hf: Annotated[str | None, typer.Option("--hf", help="A Hugging Face model id (org/name): replaces the "
                                                           "project's model; alone, sizes serving it.")] = None,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,

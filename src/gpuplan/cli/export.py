@@ -4,7 +4,7 @@ candidate of the plan. Prints it, or writes it to --out without ever replacing a
 import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,13 +26,13 @@ def export_command(
     example: Example = None,
     candidate: Annotated[int, typer.Option(min=0, help="Which candidate of the plan: 0 is the recommendation, "
                                                         "1 the next row of `gpuplan plan`, ...")] = 0,
-    out: Annotated[Optional[Path], typer.Option(help="Write to this file (a folder: under the suggested name) "
+    out: Annotated[Path | None, typer.Option(help="Write to this file (a folder: under the suggested name) "
                                                      "instead of printing.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out when it exists.")] = False,
-    objective: Annotated[Optional[Objective], typer.Option(help="Rank as `gpuplan plan --objective` does.")] = None,  # type: ignore[valid-type]
-    catalog: Annotated[Optional[list[Path]], typer.Option(
+    objective: Annotated[Objective | None, typer.Option(help="Rank as `gpuplan plan --objective` does.")] = None,
+    catalog: Annotated[list[Path] | None, typer.Option(
         "--catalog", help="A file of your own catalog rows, as for `gpuplan plan`. Repeatable.")] = None,
-    prices: Annotated[Optional[list[Path]], typer.Option(
+    prices: Annotated[list[Path] | None, typer.Option(
         "--prices", help="A price list of your own, as for `gpuplan plan`. Repeatable.")] = None,
     as_of: AsOf = None,
 ) -> None:

@@ -1,6 +1,6 @@
 """`gpuplan fit`: on given hardware, the largest micro-batch, sequence and model scale that fit."""
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,7 +23,7 @@ from gpuplan.errors import GpuplanError
 def fit(
     project: ProjectFile = None,
     gpu: Annotated[str, typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = ...,  # type: ignore[assignment]
-    gpus: Annotated[Optional[int], typer.Option(min=1, max=100_000, help="Number of GPUs (default: the project's).")] = None,
+    gpus: Annotated[int | None, typer.Option(min=1, max=100_000, help="Number of GPUs (default: the project's).")] = None,
     example: Example = None,
     headroom: Headroom = None,
     format: OutputFormat = Format.text,

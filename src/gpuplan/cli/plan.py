@@ -2,7 +2,7 @@
 
 import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -36,13 +36,13 @@ def plan(
     project: ProjectFile = None,
     example: Example = None,
     list_examples: ListExamples = False,
-    objective: Annotated[Optional[Objective], typer.Option(help="Rank by cost, time or both (default: the "  # type: ignore[valid-type]
+    objective: Annotated[Objective | None, typer.Option(help="Rank by cost, time or both (default: the "
                                                                  "project's goals.objective).")] = None,
     top: Annotated[int, typer.Option(min=1, max=100_000, help="How many candidates to show.")] = PLAN_TOP,
     headroom: Headroom = None,
     format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a "
                                                                  "Markdown / self-contained HTML report.")] = PlanFormat.text,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the report to this file (never overwrites "
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file (never overwrites "
                                                              "one without --force).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     lang: Annotated[str, typer.Option("--lang", help="Report language: en or fr.")] = "en",
@@ -50,7 +50,7 @@ def plan(
                                                             "reason, the server's rules and the GPUs not chosen.")] = False,
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
-    have: Annotated[Optional[Path], typer.Option("--have", help="The server you already have, as a server file "
+    have: Annotated[Path | None, typer.Option("--have", help="The server you already have, as a server file "
                                                                "(the `check --server` format, docs/check.md): the "
                                                                "plan answers first whether it can do the job and "
                                                                "how, then what to add, rent or buy.")] = None,
@@ -101,9 +101,9 @@ def _owned(have: Path | None, this_machine: bool, catalog: list[Path],
         raise InputError(["--have"], "give one of --have FILE (a server file) and --this-machine (probe this "
                                      "machine), not both")
     from gpuplan.catalog.hardware import load_catalog
-    from gpuplan.clock import plan_date
     from gpuplan.catalog.server_file import read_server_file
     from gpuplan.cli.probe import probe_machine
+    from gpuplan.clock import plan_date
 
     cat = load_catalog(catalog, as_of=plan_date(as_of))
     return probe_machine(catalog=cat) if this_machine else read_server_file(have or Path(), cat)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
 from gpuplan.catalog.hardware import Catalog, builtin_catalog
 from gpuplan.core.audit.machine import Disk, MachineGpu, MachineSpec, match_gpu
 from gpuplan.units import MIB
@@ -128,9 +129,10 @@ def _probe_gpus(catalog: Catalog, nvml: Any = None) -> tuple[list[MachineGpu], s
     """NVIDIA GPUs through NVML, each matched to the catalog; ([], None, [note]) without a driver or GPU."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return [], None, [f"{NO_GPU_NOTE}: nvidia-ml-py is not installed"]
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as exc:

@@ -4,7 +4,7 @@ import ipaddress
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,11 +25,11 @@ def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on. The default is this machine only; another "
                                            "address lets anyone who reaches it use the page.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one, printed at start).")] = 8000,
-    db: Annotated[Optional[Path], typer.Option(help="SQLite file for saved scenarios (default: "
+    db: Annotated[Path | None, typer.Option(help="SQLite file for saved scenarios (default: "
                                                     "~/.local/share/gpuplan/scenarios.sqlite).")] = None,
-    catalog: Annotated[Optional[list[Path]], typer.Option(
+    catalog: Annotated[list[Path] | None, typer.Option(
         "--catalog", help="A file of your own catalog rows, used for every request. Repeatable.")] = None,
-    prices: Annotated[Optional[list[Path]], typer.Option(
+    prices: Annotated[list[Path] | None, typer.Option(
         "--prices", help="A price list of your own, used for every request. Repeatable.")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes (each plans on one core; "
                                                               "they share the scenarios file).")] = 1,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from typing import Any
 from functools import partial
+from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
 from gpuplan.core.cost.deployments import median_rent, with_deployments
@@ -21,10 +21,10 @@ from gpuplan.core.server.builder import build_server, server_price
 from gpuplan.core.sizing.project import grow_arch
 from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
+from gpuplan.schema.defaults import Objective
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanResult, Rejected
-from gpuplan.schema.defaults import Objective
 from gpuplan.schema.project import Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
+from typing import Any
 
+from gpuplan.report.common import is_chosen
 from gpuplan.report.i18n import t
 from gpuplan.report.numbers import Numbers, numbers
-from gpuplan.report.common import is_chosen
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
@@ -26,7 +28,7 @@ def _vram_gib(c: Candidate) -> float | None:
     return (c.memory.device_bytes + c.memory.headroom_bytes) / GIB
 
 
-def _vram_marks(ax: object, ys: list[float], vrams: list[float | None], usable: list[float | None], half: float,
+def _vram_marks(ax: object, ys: Sequence[float], vrams: list[float | None], usable: list[float | None], half: float,
                 lang: str) -> None:
     """Per bar group: a solid mark at the GPU's VRAM and a dashed one at the usable VRAM (less the headroom)."""
     first = True
@@ -51,15 +53,15 @@ def _localize_ticks(ax: object, nf: Numbers) -> None:
         return
     from matplotlib.ticker import Formatter
 
-    class Localized(Formatter):  # type: ignore[misc]
+    class Localized(Formatter):
         def __init__(self, base: Formatter) -> None:
             self.base = base
 
-        def set_axis(self, axis: object) -> None:
+        def set_axis(self, axis: Any) -> None:
             super().set_axis(axis)
             self.base.set_axis(axis)
 
-        def set_locs(self, locs: object) -> None:
+        def set_locs(self, locs: Any) -> None:
             super().set_locs(locs)
             self.base.set_locs(locs)
 

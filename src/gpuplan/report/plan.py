@@ -4,7 +4,7 @@ report/common.py and are importable from here too."""
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 
@@ -59,7 +59,7 @@ def render_costs_text(result: PlanResult, console: Console, top: int = 1) -> Non
                            for k, v in d.breakeven_months_vs.items())
             mark = "→ " if is_chosen(c, d) else ""
             t.add_row(mark + d.option, d.provider, *money_cells(d), unit, be)
-        lines: list[object] = [t]
+        lines: list[RenderableType] = [t]
         if c.deployment is not None:
             lines.append("\n".join(f"· {r}" for r in c.deployment.reasons))
         chosen = chosen_deployment(c)

@@ -50,8 +50,13 @@ def masked_lm(spec) -> bool:
 
 def build_model(spec, dtype: torch.dtype):
     """The model in `dtype` (random init; meant to run under FakeTensorMode)."""
-    from transformers import (AutoModelForCausalLM, AutoModelForImageClassification, AutoModelForMaskedLM,
-                              AutoModelForSeq2SeqLM, AutoModelForSequenceClassification)
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForImageClassification,
+        AutoModelForMaskedLM,
+        AutoModelForSeq2SeqLM,
+        AutoModelForSequenceClassification,
+    )
 
     conf = make_config(spec.config)
     fam = family(conf.model_type)

@@ -96,9 +96,9 @@ def _make_kernel(op, policy: str):
             return op(*args, **kwargs)
 
     if policy == "passthrough":
-        def kernel(keyset, *args, **kwargs):  # CUDA has no autocast kernel: fall through, autocast stays on
+        def passthrough(keyset, *args, **kwargs):  # CUDA has no autocast kernel: fall through, autocast stays on
             return op.redispatch(keyset.remove(_AUTOCAST_CPU), *args, **kwargs)
-        return kernel
+        return passthrough
 
     def kernel(keyset, *args, **kwargs):
         if policy == "lower":

@@ -22,7 +22,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Literal
 
-
 from gpuplan.errors import InputError
 from gpuplan.schema.trace import CustomTraceResult
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import warnings
 from contextlib import ExitStack, nullcontext
+from typing import Any
 
 from .spec import TraceResult, TraceSpec
 
@@ -191,7 +192,7 @@ def _prefill(spec, model, fam, tracker) -> int:
 
     from .build import make_inputs
 
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if fam in ("decoder", "seq2seq"):
         kwargs["use_cache"] = True
         if fam == "decoder" and "logits_to_keep" in inspect.signature(model.forward).parameters:

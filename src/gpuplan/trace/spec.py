@@ -39,7 +39,7 @@ class TraceSpec(BaseModel):
         True, description="CUDA kernel/autocast/dropout footprints (default); False traces the plain CPU path")
 
     @model_validator(mode="after")
-    def _check(self) -> "TraceSpec":
+    def _check(self) -> TraceSpec:
         if "model_type" not in self.config:
             raise ValueError("config must contain model_type")
         if self.loss == "chunked" and self.task == "inference":
@@ -71,7 +71,7 @@ class TraceResult(BaseModel):
     sdpa_backends: dict[str, int] = Field(default_factory=dict, description="emulated CUDA SDPA kernel choices")
 
     @model_validator(mode="after")
-    def _check(self) -> "TraceResult":
+    def _check(self) -> TraceResult:
         split = self.parameters_bytes + self.gradients_bytes + self.optimizer_bytes + self.other_bytes
         if split != self.peak_bytes:
             raise ValueError(f"category split {split} != peak {self.peak_bytes}")

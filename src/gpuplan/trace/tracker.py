@@ -13,9 +13,10 @@ buffers, KV cache, inputs).
 
 from __future__ import annotations
 
+import functools
 import weakref
+from collections.abc import Iterable
 from contextlib import contextmanager
-from typing import Iterable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -99,7 +100,7 @@ class MemoryTracker(TorchDispatchMode):
             if category is not None:
                 self.tags[key] = category
             self._add(key, nbytes)
-        self._refs[key] = weakref.ref(st, lambda _r, k=key: self._free(k))
+        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))
 
     def _add(self, key: int, delta: int) -> None:
         self.current += delta
@@ -110,6 +111,10 @@ class MemoryTracker(TorchDispatchMode):
                 self.peak_split = dict(self.cat_bytes)
             if self._phase is not None and self.current > self.phase_peaks[self._phase]:
                 self.phase_peaks[self._phase] = self.current
+
+    def _freed(self, key: int, _ref: object) -> None:
+        """The storage `key` was collected (a weakref callback)."""
+        self._free(key)
 
     def _free(self, key: int) -> None:
         nbytes = self.live.pop(key, None)

@@ -24,9 +24,8 @@ from gpuplan.catalog.hardware import KINDS
 from gpuplan.catalog.listing import catalog_json, models_json
 from gpuplan.catalog.loader import example_names, example_path, find_preset, load_presets, parse_project
 from gpuplan.errors import InputError, UnknownNameError
-from gpuplan.schema.defaults import MEMORY_HEADROOM
+from gpuplan.schema.defaults import MEMORY_HEADROOM, Objective
 from gpuplan.schema.plan import PlanResult
-from gpuplan.schema.project import Objective
 from gpuplan.schema.result import EstimateResult
 from gpuplan.web.errors import NOT_A_PROJECT, GuardMiddleware, StrictJSONResponse, error_body, install_error_handlers
 from gpuplan.web.openapi import NAME_LIMIT, build_openapi
@@ -75,7 +74,7 @@ def checked_project(body: Any) -> dict[str, Any]:
     project = parse_project(web_project(body))
     if project.model.preset is not None:
         find_preset(project.model.preset)
-    return body  # type: ignore[no-any-return]
+    return body
 
 
 def json_response(data: Any, status_code: int = 200) -> Response:
@@ -178,7 +177,7 @@ def _catalog_routes(app: FastAPI, planner: Planner) -> None:
     @app.get("/api/catalog/{name}", response_model=None, responses={200: {"model": list[dict[str, Any]]}},
              summary="A catalog's rows, as `gpuplan catalog NAME --json`")
     def get_catalog(name: str, where: Annotated[list[str], Query(description="FIELD=V, FIELD>=N, FIELD<=N")] = []
-                    ) -> Response:  # noqa: B006 (FastAPI copies query defaults)
+                    ) -> Response:
         kind = _catalog_kind(name)
         if kind == "models" and where:
             raise InputError(["where"], "the models catalog is not filtered (`gpuplan catalog models` neither)")

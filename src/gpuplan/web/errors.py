@@ -21,8 +21,15 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuplan.catalog.hardware import KINDS
-from gpuplan.errors import (CatalogError, GpuplanError, HubUnavailableError, InfeasibleError, InputError,
-                            UnknownNameError, _join_loc)
+from gpuplan.errors import (
+    CatalogError,
+    GpuplanError,
+    HubUnavailableError,
+    InfeasibleError,
+    InputError,
+    UnknownNameError,
+    _join_loc,
+)
 
 #: the most characters of one input that an error message repeats
 ECHO_LIMIT = 200

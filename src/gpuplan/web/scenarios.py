@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 from contextlib import closing
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ class ScenarioStore:
         if len(text.encode()) > MAX_SCENARIO_BYTES:
             raise WebError(413, "too-large", f"a scenario keeps a project of at most {MAX_SCENARIO_BYTES // 1024} KB "
                                              "as JSON")
-        saved_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        saved_at = datetime.now(UTC).isoformat(timespec="seconds")
         with closing(self._connect()) as db:
             db.execute("BEGIN IMMEDIATE")  # the count and the insert in one write transaction
             try:
