@@ -376,14 +376,19 @@ def _hub_cache() -> str:
 
 
 def example_names() -> list[str]:
+    """The built-in example projects, by name."""
+    return list(_examples())
+
+
+@lru_cache(maxsize=1)
+def _examples() -> tuple[str, ...]:  # the package's files do not change while it runs
     files = resources.files("gpuplan.examples")
-    return sorted(f.name.removesuffix(".yaml") for f in files.iterdir() if f.name.endswith(".yaml"))
+    return tuple(sorted(f.name.removesuffix(".yaml") for f in files.iterdir() if f.name.endswith(".yaml")))
 
 
 def example_path(name: str) -> Path:
-    names = example_names()
-    if name not in names:
-        raise UnknownNameError(["--example"], "example", name, names)
+    if name not in _examples():
+        raise UnknownNameError(["--example"], "example", name, example_names())
     return Path(str(resources.files("gpuplan.examples").joinpath(f"{name}.yaml")))
 
 

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
-from gpuplan.core.cost.deployments import median_rent, with_deployments
+from gpuplan.core.cost.deployments import deploy, median_rent, pricing
 from gpuplan.core.search.evidence import evidence_by_gpu
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
 from gpuplan.core.search.ranking import budget_limit
@@ -110,9 +110,10 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
     budget, horizon = project.goals.budget, project.growth.horizon_months
     kept: list[Candidate] = []
     over: list[Rejected] = []
+    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion)
     for i, k in enumerate(out.ranked):
         c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
-        c = with_deployments(project, [c], bundle.prices, currency, as_of, bundle.conversion)[0]
+        c = deploy(prices, c)
         chosen = c.deployment
         if budget is not None and chosen is not None and chosen.total_cost > budget_limit(budget, horizon):
             over.append(Rejected(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,

@@ -7,13 +7,14 @@ from __future__ import annotations
 import datetime
 import math
 import statistics
+from dataclasses import dataclass
 
 from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
 from gpuplan.core.cost.tco import choose, compare
 from gpuplan.core.search.evidence import is_stale
 from gpuplan.schema.plan import Candidate, Deployment
-from gpuplan.schema.prices import PriceBook
+from gpuplan.schema.prices import CloudPrice, HostingOffer, PriceBook
 from gpuplan.schema.project import Project
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -45,46 +46,77 @@ def cost_assumptions(proj: Project, book: PriceBook, currency: str) -> Assumptio
     return resolve_assumptions(overrides, data, production)
 
 
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """What the deployments of one plan's candidates share, read from the price book once: the cost model's
+    inputs, the quotes by GPU, and each GPU's warning of quotes older than six months on the plan's date."""
+
+    project: Project
+    assumptions: Assumptions
+    cloud: dict[str, list[CloudPrice]]
+    hosting: dict[str, list[HostingOffer]]
+    #: by GPU id: "prices older than 6 months: <provider> (<date>), ..." (no entry: none is stale)
+    stale: dict[str, str]
+    #: every amount's currency (the price book's, the plan's)
+    currency: str
+    #: how the amounts were converted into it (gpuplan.catalog.currency), cited in every deployment's assumptions
+    conversion: str | None = None
+
+
+def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
+            conversion: str | None = None) -> Pricing:
+    """The `Pricing` of a plan made on `as_of`, every amount in `currency` (the price book's, converted into the
+    plan's currency as `conversion` says)."""
+    cloud: dict[str, list[CloudPrice]] = {}
+    hosting: dict[str, list[HostingOffer]] = {}
+    old: dict[str, set[str]] = {}
+    for p in book.cloud:
+        cloud.setdefault(p.gpu_id, []).append(p)
+        if is_stale(p.as_of, as_of):
+            old.setdefault(p.gpu_id, set()).add(f"{p.provider} ({p.as_of})")
+    for h in book.hosting:
+        hosting.setdefault(h.gpu_id, []).append(h)
+        if is_stale(h.as_of, as_of):
+            old.setdefault(h.gpu_id, set()).add(f"{h.id} ({h.as_of})")
+    stale = {gid: "prices older than 6 months: " + ", ".join(sorted(names))[:200] for gid, names in old.items()}
+    return Pricing(project=proj, assumptions=cost_assumptions(proj, book, currency), cloud=cloud, hosting=hosting,
+                   stale=stale, currency=currency, conversion=conversion)
+
+
 def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, currency: str, as_of: datetime.date,
                      conversion: str | None = None) -> list[Candidate]:
     """Each candidate with its deployment options (on-premises, managed, cloud) and the one chosen; quotes older
     than six months on `as_of` are flagged. Every amount is in `currency`, the price book's (converted into the
     plan's currency as `conversion` says, which each deployment's assumptions then cite)."""
+    prices = pricing(proj, book, currency, as_of, conversion)
+    return [deploy(prices, c) for c in cands]
+
+
+def deploy(prices: Pricing, c: Candidate) -> Candidate:
+    """`c` with its deployment options (on-premises, managed, cloud) and the one chosen."""
+    proj, assumptions = prices.project, prices.assumptions
     dep = proj.deployment
-    production = proj.goals.purpose == "production"
-    assumptions = cost_assumptions(proj, book, currency)
     horizon = proj.growth.horizon_months
     serving = proj.workload.task == "inference"
-    out = []
-    runs = max(1, math.ceil(proj.growth.data_scale))
-    for c in cands:
-        util = assumptions.get("utilization")
-        wall = c.time.wall_hours if c.time is not None else None
-        if not serving and wall and dep.utilization is None:
-            # training: the planned run, repeated as the data grows (growth.data_scale), over the horizon
-            util = min(1.0, runs * wall / (horizon * HOURS_PER_MONTH))
-        use = Usage(horizon_months=horizon, production=production, serving=serving,
-                    utilization=util,
-                    run_hours=c.time.wall_hours if c.time is not None else None,
-                    tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
-                    storage_bytes=c.storage_need_bytes)
-        cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
-                        power_w=c.server.power_w)
-        deps = compare(cfg, use, book.cloud, book.hosting, assumptions, currency, list(dep.options))
-        old = [p for p in book.cloud if p.gpu_id == c.gpu_id and is_stale(p.as_of, as_of)]
-        old_h = [h for h in book.hosting if h.gpu_id == c.gpu_id and is_stale(h.as_of, as_of)]
-        if old or old_h:
-            deps = [d.model_copy(update={"warnings": [*d.warnings, "prices older than 6 months: " + ", ".join(
-                sorted({f"{p.provider} ({p.as_of})" for p in old} | {f"{h.id} ({h.as_of})" for h in old_h}))[:200]]})
-                if d.option in ("cloud", "managed") else d for d in deps]
-        if conversion is not None:
-            deps = [d.model_copy(update={"assumptions": [*d.assumptions, conversion]}) for d in deps]
-        choice = choose(deps, use)
-        gaps = _gaps(c.gpu_id, list(dep.options), deps)
-        if choice is not None and gaps:
-            choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
-        out.append(c.model_copy(update={"deployments": deps, "deployment": choice}))
-    return out
+    util = assumptions.get("utilization")
+    wall = c.time.wall_hours if c.time is not None else None
+    if not serving and wall and dep.utilization is None:
+        # training: the planned run, repeated as the data grows (growth.data_scale), over the horizon
+        runs = max(1, math.ceil(proj.growth.data_scale))
+        util = min(1.0, runs * wall / (horizon * HOURS_PER_MONTH))
+    use = Usage(horizon_months=horizon, production=proj.goals.purpose == "production", serving=serving,
+                utilization=util, run_hours=wall,
+                tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
+                storage_bytes=c.storage_need_bytes)
+    cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
+                    power_w=c.server.power_w)
+    deps = compare(cfg, use, prices.cloud.get(c.gpu_id, []), prices.hosting.get(c.gpu_id, []), assumptions,
+                   prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id), note=prices.conversion)
+    choice = choose(deps, use)
+    gaps = _gaps(c.gpu_id, list(dep.options), deps)
+    if choice is not None and gaps:
+        choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
+    return c.model_copy(update={"deployments": deps, "deployment": choice})
 
 
 def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
@@ -96,4 +128,4 @@ def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
             if o not in have]
 
 
-__all__ = ["OVERRIDES", "cost_assumptions", "median_rent", "with_deployments"]
+__all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "median_rent", "pricing", "with_deployments"]

@@ -167,10 +167,13 @@ def _same_currency(row: str, currency: str) -> None:
 
 
 def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[HostingOffer], a: Assumptions,
-            currency: str, options: list[str]) -> list[Deployment]:
-    """Every way to get `cfg` the price lists allow, cheapest total first, each with its break-even months
-    against the cheapest of each other option. Every amount is in `currency`: the price, the quotes (a quote in
-    another is a ValueError) and the assumptions."""
+            currency: str, options: list[str], *, stale: str | None = None,
+            note: str | None = None) -> list[Deployment]:
+    """Every way to get `cfg` the price lists allow, cheapest total first, each with its cost per run or per
+    million tokens and its break-even months against the cheapest of each other option. Every amount is in
+    `currency`: the price, the quotes (a quote in another is a ValueError) and the assumptions. `stale`: a warning
+    the rented options carry (their quotes' age); `note`: an assumption every option cites (the currency's
+    conversion)."""
     deps: list[Deployment] = []
     if "on-prem" in options:
         d = _on_prem(cfg, use, a, currency)
@@ -180,27 +183,31 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
         deps += _managed(cfg, use, hosting, currency)
     if "cloud" in options:
         deps += _cloud(cfg, use, cloud, currency, a)
-    deps = [_per_unit(d, use) for d in deps]
-    on_demand = next((d for d in deps if d.provider == "cloud on-demand"), None)
-    if on_demand is not None and on_demand.price_per_gpu_hour:
-        n = cfg.gpus_per_server * cfg.servers
-        deps = [d.model_copy(update={"breakeven_utilization": owning_breakeven_utilization(
-            d, on_demand.price_per_gpu_hour, n, use.horizon_months)}) if d.option == "on-prem" else d for d in deps]
+    deps.sort(key=lambda d: d.total_cost)
     best: dict[str, Deployment] = {}
-    for d in sorted(deps, key=lambda d: d.total_cost):
+    for d in deps:
         best.setdefault(d.option, d)
+    on_demand = next((d for d in deps if d.provider == "cloud on-demand"), None)
+    rate = on_demand.price_per_gpu_hour if on_demand is not None else None
     out = []
-    for d in sorted(deps, key=lambda d: d.total_cost):
-        vs = {}
-        for opt, other in best.items():
-            if opt != d.option:
-                vs[opt] = breakeven_within(d, other, use.horizon_months, a)
-        out.append(d.model_copy(update={"breakeven_months_vs": vs}))
+    for d in deps:  # what each option adds to its own figures, in one copy
+        upd: dict[str, object] = _per_unit(d, use)
+        upd["breakeven_months_vs"] = {opt: breakeven_within(d, other, use.horizon_months, a)
+                                      for opt, other in best.items() if opt != d.option}
+        if d.option == "on-prem" and rate:
+            upd["breakeven_utilization"] = owning_breakeven_utilization(
+                d, rate, cfg.gpus_per_server * cfg.servers, use.horizon_months)
+        if stale is not None and d.option in ("cloud", "managed"):
+            upd["warnings"] = [*d.warnings, stale]
+        if note is not None:
+            upd["assumptions"] = [*d.assumptions, note]
+        out.append(d.model_copy(update=upd))
     return out
 
 
-def _per_unit(d: Deployment, use: Usage) -> Deployment:
-    upd: dict[str, float | None] = {}
+def _per_unit(d: Deployment, use: Usage) -> dict[str, object]:
+    """What `d` costs per training run, or per million tokens served at the planned load."""
+    upd: dict[str, object] = {}
     months = use.horizon_months
     if use.run_hours:
         runs = max(months * HOURS_PER_MONTH * use.utilization / use.run_hours, 1.0)
@@ -208,7 +215,7 @@ def _per_unit(d: Deployment, use: Usage) -> Deployment:
     if use.tokens_per_s:
         tokens = use.tokens_per_s * 3600 * HOURS_PER_MONTH * months * use.utilization
         upd["cost_per_million_tokens"] = d.total_cost / (tokens / 1e6) if tokens > 0 else None
-    return d.model_copy(update=upd)
+    return upd
 
 
 def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
