@@ -216,7 +216,7 @@ def main() -> None:
             rows.append((c["id"], c.get("outcome", ""), f"{ours / GB:.1f} GB", verdict, "", ""))
             continue
 
-        def err(x: float | None) -> str:
+        def err(x: float | None, meas: float = meas) -> str:
             return "n/a" if x is None else f"{x / GB:.2f} GB ({100 * (x - meas) / meas:+.1f}%)"
 
         e_ours = abs(ours - meas) / meas

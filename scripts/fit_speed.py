@@ -272,7 +272,7 @@ def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: fl
             f"matmul_16bit = {g.matmul_16bit:.3f}", f"matmul_fp8 = {g.matmul_fp8:.3f}",
             f"matmul_fp32 = {g.matmul_fp32:.3f}", f"bandwidth = {g.bandwidth:.2f}",
             f'basis = "{basis}"', f'source = "{source}"'])
-        text, k = pat.subn(lambda m: m.group(1) + body, text)
+        text, k = pat.subn(lambda m, body=body: m.group(1) + body, text)
         assert k == 1, gen
     DATA.write_text(text)
 
