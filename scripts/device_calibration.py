@@ -153,7 +153,7 @@ class Nvml:
             self.handle = (nv.nvmlDeviceGetHandleByUUID(vis) if vis.startswith(("GPU-", "MIG-"))
                            else nv.nvmlDeviceGetHandleByIndex(int(vis or 0)))
             self.nv = nv
-        except Exception as exc:  # no driver, no pynvml, CPU machine
+        except Exception as exc:  # noqa: BLE001 - no driver, no pynvml, CPU machine: NVML left out
             self.error = f"{type(exc).__name__}: {exc}"
 
     def used(self) -> int | None:
@@ -170,14 +170,14 @@ class Nvml:
             m2 = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
             out["v2_reserved_bytes"] = int(m2.reserved)
             out["v2_used_bytes"] = int(m2.used)
-        except Exception:
+        except Exception:  # noqa: BLE001 - optional: older drivers and pynvml lack the v2 memory call
             pass
         for key, fn in (("power_limit_w", lambda: nv.nvmlDeviceGetPowerManagementLimit(h) / 1000),
                         ("max_sm_clock_mhz", lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)),
                         ("cuda_driver_version", lambda: nv.nvmlSystemGetCudaDriverVersion())):
             try:
                 out[key] = fn()
-            except Exception:
+            except Exception:  # noqa: BLE001 - optional fields: whatever NVML cannot report is left out
                 pass
         return out
 
@@ -187,7 +187,7 @@ class Nvml:
             return None
         try:
             procs = self.nv.nvmlDeviceGetComputeRunningProcesses(self.handle)
-        except Exception:
+        except Exception:  # noqa: BLE001 - NVML cannot list processes here (containers): unknown
             return None
         mine = [p.usedGpuMemory for p in procs if p.pid == os.getpid() and p.usedGpuMemory is not None]
         return int(sum(mine)) if mine else None
@@ -669,7 +669,7 @@ def run_qlora(out: Path, dev: Device, budget_s: float) -> int:
                 continue
             try:
                 doc["cases"].append({**run_qlora_case(case, dev, Path(tmp)), "status": "ok"})
-            except Exception as exc:  # OOM, API drift: record and go on
+            except Exception as exc:  # noqa: BLE001 - OOM, API drift: record and go on
                 doc["cases"].append({"id": case[0], "status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]})
                 dev.free()
             write(out, doc)
@@ -814,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 entry.update(run_case(case, a.cases.parent, dev, nvml, a.smoke))
                 entry["status"], entry["error"] = "ok", None
-            except Exception as exc:  # OOM, API drift: record and go on
+            except Exception as exc:  # noqa: BLE001 - OOM, API drift: record and go on
                 entry.update(status="error", error=f"{type(exc).__name__}: {str(exc)[:2000]}",
                              traceback=traceback.format_exc(limit=8)[-4000:])
                 if dev.cuda:
