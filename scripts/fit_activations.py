@@ -49,11 +49,14 @@ def build_config(model_type: str, d: dict) -> dict:
         c = dict(common, hidden_size=h, intermediate_size=i, num_attention_heads=heads, num_key_value_heads=kv,
                  head_dim=hd, **nodrop)
         if model_type == "stablelm":
-            c.pop("head_dim"); c["hidden_size"] = heads * hd
+            c.pop("head_dim")
+            c["hidden_size"] = heads * hd
         if model_type in ("gemma2", "gemma3_text"):
             c.update(sliding_window=4096, final_logit_softcapping=None, attn_logit_softcapping=None)
         if model_type == "phi3":
-            c.update(resid_pdrop=0.0, embd_pdrop=0.0); c.pop("head_dim"); c["hidden_size"] = heads * hd
+            c.update(resid_pdrop=0.0, embd_pdrop=0.0)
+            c.pop("head_dim")
+            c["hidden_size"] = heads * hd
         return c
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):
         c = dict(common, hidden_size=h, intermediate_size=i, num_attention_heads=heads, num_key_value_heads=kv,

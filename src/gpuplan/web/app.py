@@ -176,7 +176,7 @@ def _plan_routes(app: FastAPI, planner: Planner) -> None:
 def _catalog_routes(app: FastAPI, planner: Planner) -> None:
     @app.get("/api/catalog/{name}", response_model=None, responses={200: {"model": list[dict[str, Any]]}},
              summary="A catalog's rows, as `gpuplan catalog NAME --json`")
-    def get_catalog(name: str, where: Annotated[list[str], Query(description="FIELD=V, FIELD>=N, FIELD<=N")] = []
+    def get_catalog(name: str, where: Annotated[list[str], Query(description="FIELD=V, FIELD>=N, FIELD<=N")] = []  # noqa: B006 - FastAPI's Query default, never mutated
                     ) -> Response:
         kind = _catalog_kind(name)
         if kind == "models" and where:
