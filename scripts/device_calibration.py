@@ -121,7 +121,8 @@ def shrink_config(cfg: dict) -> dict:
             if k in c:
                 c[k] = value
     if "num_key_value_heads" in c:
-        c["num_key_value_heads"] = s["kv_heads"] if c["num_key_value_heads"] != c.get("num_attention_heads") else s["heads"]
+        c["num_key_value_heads"] = (s["kv_heads"] if c["num_key_value_heads"] != c.get("num_attention_heads")
+                                    else s["heads"])
     if "head_dim" in c:
         c["head_dim"] = s["hidden"] // s["heads"]
     for k in ("bos_token_id", "eos_token_id", "pad_token_id"):
@@ -742,7 +743,8 @@ def summary_line(entry: dict) -> str:
                 f"nvml {gib(m.get('nvml_used_peak_bytes'))} GiB, step {t['step_seconds_median']:.3f} s, "
                 f"{t['tokens_per_s']:,.0f} tok/s")
     if "decode_step_seconds_median" in t:
-        return (f"prefill peak {gib(m.get('prefill_peak_allocated_bytes'))} GiB, peak {gib(m.get('peak_allocated_bytes'))}"
+        return (f"prefill peak {gib(m.get('prefill_peak_allocated_bytes'))} GiB, "
+                f"peak {gib(m.get('peak_allocated_bytes'))}"
                 f" GiB, prefill {t['batch_prefill_seconds_median']:.3f} s, "
                 f"decode {t['decode_tokens_per_s_per_request']:.1f} tok/s/request")
     return ""
@@ -789,9 +791,11 @@ def main(argv: list[str] | None = None) -> int:
         hf_logging.set_verbosity_error()
     except ImportError:
         pass
-    doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-device-calibration", "mode": "smoke" if a.smoke else "device",
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-device-calibration",
+           "mode": "smoke" if a.smoke else "device",
            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-           "cases_file": str(a.cases.resolve().relative_to(ROOT)) if a.cases.resolve().is_relative_to(ROOT) else str(a.cases),
+           "cases_file": (str(a.cases.resolve().relative_to(ROOT)) if a.cases.resolve().is_relative_to(ROOT)
+                          else str(a.cases)),
            "gpu_catalog_id": meta.get("gpu")}
     doc["cuda_context"] = cuda_context(torch, dev, nvml, before)
     dev.free()
