@@ -48,14 +48,14 @@ ASSUMED = {
             "scripts for twitter_complaints), LoRA r=8 on PEFT's default targets (t5: q,v; bloom: "
             "query_key_value); the numbers are nvidia-smi totals",
     "litgpt": "LitGPT bf16-true (framework: litgpt: chunked cross-entropy; QLoRA bnb.nf4 without double "
-              "quantization, LM head quantized, with the bitsandbytes 0.42.0 its pyproject.toml pinned, whose MatMul4Bit "
-              "keeps each 4-bit layer's input); LoRA rank and layers of each config_hub YAML (r 32 on query and value; "
-              "gemma-2b all layers); full fine-tuning shards with FSDP (ZeRO-3); 'Memory used' is "
+              "quantization, LM head quantized, with the bitsandbytes 0.42.0 its pyproject.toml pinned, whose "
+              "MatMul4Bit keeps each 4-bit layer's input); LoRA rank and layers of each config_hub YAML (r 32 on "
+              "query and value; gemma-2b all layers); full fine-tuning shards with FSDP (ZeRO-3); 'Memory used' is "
               "torch.cuda.max_memory_allocated in GB (1e9)",
-    "hf-bert": "HF Trainer of 2021: transformers' own AdamW (one parameter at a time), AMP with fp32 weights, eager attention (BERT had no SDPA path "
-               "in transformers when the sweep was measured); the nvidia-smi number (MiB); the CUDA context the "
-               "source measured on its own stack (1343 MB, CUDA 11.2, modules loaded eagerly) replaces gpuplan's "
-               "(771 MiB, measured with lazy loading)",
+    "hf-bert": "HF Trainer of 2021: transformers' own AdamW (one parameter at a time), AMP with fp32 weights, eager "
+               "attention (BERT had no SDPA path in transformers when the sweep was measured); the nvidia-smi number "
+               "(MiB); the CUDA context the source measured on its own stack (1343 MB, CUDA 11.2, modules loaded "
+               "eagerly) replaces gpuplan's (771 MiB, measured with lazy loading)",
 }
 
 
@@ -86,8 +86,8 @@ def project_of(c: dict[str, Any]) -> tuple[dict[str, Any], str]:
     w: dict[str, Any] = {"task": task, "optimizer": c.get("optimizer", "adamw")}
     hw: dict[str, Any] = {"gpu": GPU_OF.get(c.get("gpu", ""), None), "gpus": c.get("gpus", 1)}
     if src == "hf":
-        w.update(precision=c["precision"], micro_batch_size=c["micro_batch_size"], sequence_length=512, attention="eager",
-                 optimizer_implementation="for-loop",
+        w.update(precision=c["precision"], micro_batch_size=c["micro_batch_size"], sequence_length=512,
+                 attention="eager", optimizer_implementation="for-loop",
                  gradient_checkpointing=c["gradient_checkpointing"],
                  global_batch_size=c["micro_batch_size"] * c.get("gradient_accumulation", 1))
         note = "hf-bert"
@@ -210,13 +210,14 @@ def main() -> None:
                                            dp=proj["hardware"]["gpus"],
                                            zero=proj["hardware"].get("layout", {}).get("zero", 0))
         meas = measured_bytes(c)
-        gpu_cap = builtin_catalog().gpus.rows[proj["hardware"]["gpu"]].memory_gib * GIB if proj["hardware"]["gpu"] else None
+        gpu_cap = (builtin_catalog().gpus.rows[proj["hardware"]["gpu"]].memory_gib * GIB if proj["hardware"]["gpu"]
+                   else None)
         if meas is None:  # an out-of-memory outcome: the estimate must exceed the GPU
             verdict = "predicts OOM ✓" if gpu_cap and res.memory.device_bytes > gpu_cap else "misses OOM ✗"
             rows.append((c["id"], c.get("outcome", ""), f"{ours / GB:.1f} GB", verdict, "", ""))
             continue
 
-        def err(x: float | None) -> str:
+        def err(x: float | None, meas: float = meas) -> str:
             return "n/a" if x is None else f"{x / GB:.2f} GB ({100 * (x - meas) / meas:+.1f}%)"
 
         e_ours = abs(ours - meas) / meas

@@ -66,7 +66,8 @@ def main() -> None:
     head = ("format", "files", "MB", "fastest s", "median s")
     fmt = "| {} | {} | {:.1f} | {:.3f} | {:.3f} |" if a.markdown else "{:<6} {:>5} {:>6.1f} {:>10.3f} {:>9.3f}"
     print(f"{len(data):,} GPU rows ({a.factor}x the built-in catalog)")
-    print("| " + " | ".join(head) + " |\n|---|---|---|---|---|" if a.markdown else "{:<6} {:>5} {:>6} {:>10} {:>9}".format(*head))
+    print("| " + " | ".join(head) + " |\n|---|---|---|---|---|" if a.markdown
+          else "{:<6} {:>5} {:>6} {:>10} {:>9}".format(*head))
     for kind, n, size, best, median in table:
         print(fmt.format(kind, n, size / 1e6, best, median))
 

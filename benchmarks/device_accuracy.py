@@ -131,7 +131,8 @@ def case_rows(entry: dict, est: Any, baseline: int | None) -> list[Row]:
                 est.model.parameters + (est.model.trainable_parameters if lora else 0))]
     if est.time is not None or "step_seconds_median" in t:
         rows += [
-            Row("trainable parameters", "", _get(entry, "model", "trainable_parameters"), est.model.trainable_parameters),
+            Row("trainable parameters", "", _get(entry, "model", "trainable_parameters"),
+                est.model.trainable_parameters),
             Row("tensor peak", "GiB", _gib(m.get("peak_allocated_bytes")), _gib(em.peak_tensor_bytes)),
             Row("weights + optimizer states", "GiB", _gib(m.get("after_step_allocated_bytes")),
                 _gib(em.weights_bytes + em.optimizer_bytes)),
@@ -176,7 +177,8 @@ def context_rows(doc: dict) -> list[Row]:
     outside = []
     for c in doc.get("cases", []):
         m = c.get("memory", {})
-        if c.get("status") == "ok" and base is not None and m.get("nvml_used_peak_bytes") and m.get("peak_reserved_bytes"):
+        if (c.get("status") == "ok" and base is not None and m.get("nvml_used_peak_bytes")
+                and m.get("peak_reserved_bytes")):
             outside.append(m["nvml_used_peak_bytes"] - base - m["peak_reserved_bytes"])
     return [
         Row("CUDA context (after init)", "GiB", _gib(ctx.get("context_bytes")), _gib(oh.cuda_context_bytes)),
@@ -312,7 +314,8 @@ def render_compact(rep: FileReport) -> str:
                                                                        f"{_pct(r.error)}")
         lines.append(f"| {c.id} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines += [f"- {name}: {n} cases" + ("" if med is None else f", median |error| {100 * med:.1f}%, worst {_pct(worst)}")
+    lines += [f"- {name}: {n} cases"
+              + ("" if med is None else f", median |error| {100 * med:.1f}%, worst {_pct(worst)}")
               for name, n, med, worst in summary(rep)]
     lines += [f"- CUDA context, {r.metric}: {_fmt(r.measured, r.unit)} GiB measured, {_fmt(r.estimate, r.unit)} GiB "
               f"in data/overheads.toml" for r in rep.context]

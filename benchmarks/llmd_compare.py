@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             mem = gpu_memory_gb(case["gpu"], llmd_gpus)
             row = {"id": case["id"], "model": case["model"], "gpu": case["gpu"], "tp": case["tp"],
                    "weights_dtype": case["weights_dtype"], "prompt_tokens": case["prompt_tokens"],
-                   "output_tokens": case["output_tokens"], "max_model_len": case["prompt_tokens"] + case["output_tokens"],
+                   "output_tokens": case["output_tokens"],
+                   "max_model_len": case["prompt_tokens"] + case["output_tokens"],
                    "gpu_memory_gb_given_to_llmd": mem}
             try:
                 row["llmd"] = llmd_capacity(cp, case, Path(tmp), mem)
@@ -188,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
               "`benchmarks/llmd_compare.py` runs llm-d's `planner.capacity_planner.calculate_capacity` "
               "(`pip install llm-d-planner`, offline: local config.json, gpuplan's parameter counts in place of its "
               "Hub lookup) on each distinct setup of `benchmarks/serving_cases.yaml`, beside the largest batch "
-              "gpuplan's KV cache holds (inference.kv_cache_requests), both at 90% memory utilisation and with a 16-bit KV cache (llm-d "
-              "sizes the KV cache at the model's dtype). max_model_len is the prompt plus the output.\n")
+              "gpuplan's KV cache holds (inference.kv_cache_requests), both at 90% memory utilisation and with a "
+              "16-bit KV cache (llm-d sizes the KV cache at the model's dtype). max_model_len is the prompt plus the "
+              "output.\n")
         print("| " + " | ".join(head) + " |\n|" + "|".join(["---"] * len(head)) + "|")
         for b in body:
             print("| " + " | ".join(b) + " |")

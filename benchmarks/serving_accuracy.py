@@ -18,8 +18,9 @@ engine's decode attention without a grouped-query kernel), given to the engine i
 
 Keys read: the issue-14 keys when the API has them (`inference.itl_s`, `inference.ttft_s`, `inference.e2e_s` as
 {p50, p90, p99}, with `mean` preferred where the source reports means, and for e2e then
-`inference.request_latency_s`, the mean end-to-end time; `inference.output_tokens_per_s`), else the older keys (ITL = 1 / `inference.decode_tokens_per_s_per_request`, `inference.time_to_first_token_s`,
-`inference.request_latency_s`, `inference.aggregate_tokens_per_s`). The output says which it used.
+`inference.request_latency_s`, the mean end-to-end time; `inference.output_tokens_per_s`), else the older keys (ITL
+= 1 / `inference.decode_tokens_per_s_per_request`, `inference.time_to_first_token_s`, `inference.request_latency_s`,
+`inference.aggregate_tokens_per_s`). The output says which it used.
 
 Two serving constants are calibrated on these rows (data/serving.toml `decode_kernel_s`,
 `attention_bandwidth_ratio`; benchmarks/serving_loso.py): beside the in-sample figures (the constants as

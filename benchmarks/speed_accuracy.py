@@ -77,7 +77,8 @@ def by_source(rows: list[Row]) -> list[tuple[str, str, int, str, str]]:
         ours = [abs(rel(p, c.value)) for c, p, *_ in sel]
         loso = [abs(rel(sp, c.value)) for c, *_, sp in sel if sp is not None]
         signed = [rel(sp, c.value) for c, *_, sp in sel if sp is not None]
-        loso_s = f"{100 * statistics.median(loso):.1f}% (signed {100 * statistics.median(signed):+.1f}%)" if loso else "-"
+        loso_s = (f"{100 * statistics.median(loso):.1f}% (signed {100 * statistics.median(signed):+.1f}%)" if loso
+                  else "-")
         out.append((src, groups, len(sel), f"{100 * statistics.median(ours):.1f}%", loso_s))
     return out
 
@@ -92,7 +93,8 @@ def explain(c: Case, sm) -> None:  # type: ignore[no-untyped-def]
                                 trainable=_trainable(c), total_tokens=c.tokens)
     t = r.time
     print(c.id, c.kind, c.gpus, c.gpu.id, c.layout, c.workload.model_dump(exclude_defaults=True))
-    print(f"measured {fmt(c.value)} {c.metric}; predicted {fmt(predict(c, sm))}; tok/s/gpu {t.tokens_per_s_per_gpu:,.0f}"
+    print(f"measured {fmt(c.value)} {c.metric}; predicted {fmt(predict(c, sm))}; "
+          f"tok/s/gpu {t.tokens_per_s_per_gpu:,.0f}"
           f" mfu {t.mfu:.3f} eff {t.efficiency:.3f} step {t.step_seconds:.3f}s")
     print({k: round(v, 4) for k, v in t.step_breakdown_s.items()})
     for x in t.assumptions + c.assumptions:

@@ -207,8 +207,8 @@ def _measurement_cases(path: Path) -> list[Case]:
                 # evaluation included); LLaMA-1's Table 15 equals tokens / measured throughput (no goodput)
                 includes_goodput=rid.startswith("llama2"),
                 assumptions=["GPUs: " + ("2048 (paper)" if "gpus" in row else "the most efficient of 64-2048")
-                             + "; 4M-token batches, tp 1-8 and ZeRO-1 or 3 (the most efficient that fits), flash attention, "
-                             "no full recomputation (Meta recomputes only cheap activations, LLaMA s2.4); "
+                             + "; 4M-token batches, tp 1-8 and ZeRO-1 or 3 (the most efficient that fits), flash "
+                             "attention, no full recomputation (Meta recomputes only cheap activations, LLaMA s2.4); "
                              + ("model-card GPU time: goodput included" if rid.startswith("llama2") else
                                 "LLaMA-1's GPU-hours equal tokens / measured throughput (65B: 1.4T / 380 tok/s/GPU "
                                 "/ 2048 GPUs = 21 days), so no goodput")],
@@ -360,8 +360,9 @@ def load_cases(measurements: Path = MEASUREMENTS, cases_file: Path = CASES_FILE)
 #: benchmarking method share an id (NeMo, Megatron-Bridge, Automodel are NVIDIA's NeMo performance tables).
 SOURCE_GROUPS = [
     ("llama 2", "meta-llama-2"), ("llama2", "meta-llama-2"), ("llama 3 herd", "meta-llama-3"),
-    ("llama paper", "meta-llama-1"), ("nemotron-4", "nvidia-nemotron-4"), ("megatron-bridge", "nvidia-nemo-perf"), ("nemo", "nvidia-nemo-perf"),
-    ("automodel", "nvidia-nemo-perf"), ("narayanan", "megatron-lm-papers"), ("shoeybi", "megatron-lm-papers"),
+    ("llama paper", "meta-llama-1"), ("nemotron-4", "nvidia-nemotron-4"), ("megatron-bridge", "nvidia-nemo-perf"),
+    ("nemo", "nvidia-nemo-perf"), ("automodel", "nvidia-nemo-perf"), ("narayanan", "megatron-lm-papers"),
+    ("shoeybi", "megatron-lm-papers"),
     ("megascale", "megascale"), ("deeplearningexamples", "nvidia-dle"), ("llm-foundry", "mosaicml"),
     ("mpt-7b", "mosaicml"), ("torchtitan", "torchtitan"), ("torchtune", "torchtune"), ("qwen", "qwen"),
     ("bert-large sweep", "hf-bert-sweep"), ("as above", "hf-bert-sweep"), ("litgpt", "litgpt"),

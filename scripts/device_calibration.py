@@ -121,7 +121,8 @@ def shrink_config(cfg: dict) -> dict:
             if k in c:
                 c[k] = value
     if "num_key_value_heads" in c:
-        c["num_key_value_heads"] = s["kv_heads"] if c["num_key_value_heads"] != c.get("num_attention_heads") else s["heads"]
+        c["num_key_value_heads"] = (s["kv_heads"] if c["num_key_value_heads"] != c.get("num_attention_heads")
+                                    else s["heads"])
     if "head_dim" in c:
         c["head_dim"] = s["hidden"] // s["heads"]
     for k in ("bos_token_id", "eos_token_id", "pad_token_id"):
@@ -153,7 +154,7 @@ class Nvml:
             self.handle = (nv.nvmlDeviceGetHandleByUUID(vis) if vis.startswith(("GPU-", "MIG-"))
                            else nv.nvmlDeviceGetHandleByIndex(int(vis or 0)))
             self.nv = nv
-        except Exception as exc:  # no driver, no pynvml, CPU machine
+        except Exception as exc:  # noqa: BLE001 - no driver, no pynvml, CPU machine: NVML left out
             self.error = f"{type(exc).__name__}: {exc}"
 
     def used(self) -> int | None:
@@ -170,14 +171,14 @@ class Nvml:
             m2 = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
             out["v2_reserved_bytes"] = int(m2.reserved)
             out["v2_used_bytes"] = int(m2.used)
-        except Exception:
+        except Exception:  # noqa: BLE001 - optional: older drivers and pynvml lack the v2 memory call
             pass
         for key, fn in (("power_limit_w", lambda: nv.nvmlDeviceGetPowerManagementLimit(h) / 1000),
                         ("max_sm_clock_mhz", lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)),
                         ("cuda_driver_version", lambda: nv.nvmlSystemGetCudaDriverVersion())):
             try:
                 out[key] = fn()
-            except Exception:
+            except Exception:  # noqa: BLE001 - optional fields: whatever NVML cannot report is left out
                 pass
         return out
 
@@ -187,7 +188,7 @@ class Nvml:
             return None
         try:
             procs = self.nv.nvmlDeviceGetComputeRunningProcesses(self.handle)
-        except Exception:
+        except Exception:  # noqa: BLE001 - NVML cannot list processes here (containers): unknown
             return None
         mine = [p.usedGpuMemory for p in procs if p.pid == os.getpid() and p.usedGpuMemory is not None]
         return int(sum(mine)) if mine else None
@@ -669,7 +670,7 @@ def run_qlora(out: Path, dev: Device, budget_s: float) -> int:
                 continue
             try:
                 doc["cases"].append({**run_qlora_case(case, dev, Path(tmp)), "status": "ok"})
-            except Exception as exc:  # OOM, API drift: record and go on
+            except Exception as exc:  # noqa: BLE001 - OOM, API drift: record and go on
                 doc["cases"].append({"id": case[0], "status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]})
                 dev.free()
             write(out, doc)
@@ -742,7 +743,8 @@ def summary_line(entry: dict) -> str:
                 f"nvml {gib(m.get('nvml_used_peak_bytes'))} GiB, step {t['step_seconds_median']:.3f} s, "
                 f"{t['tokens_per_s']:,.0f} tok/s")
     if "decode_step_seconds_median" in t:
-        return (f"prefill peak {gib(m.get('prefill_peak_allocated_bytes'))} GiB, peak {gib(m.get('peak_allocated_bytes'))}"
+        return (f"prefill peak {gib(m.get('prefill_peak_allocated_bytes'))} GiB, "
+                f"peak {gib(m.get('peak_allocated_bytes'))}"
                 f" GiB, prefill {t['batch_prefill_seconds_median']:.3f} s, "
                 f"decode {t['decode_tokens_per_s_per_request']:.1f} tok/s/request")
     return ""
@@ -789,9 +791,11 @@ def main(argv: list[str] | None = None) -> int:
         hf_logging.set_verbosity_error()
     except ImportError:
         pass
-    doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-device-calibration", "mode": "smoke" if a.smoke else "device",
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "gpuplan-device-calibration",
+           "mode": "smoke" if a.smoke else "device",
            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-           "cases_file": str(a.cases.resolve().relative_to(ROOT)) if a.cases.resolve().is_relative_to(ROOT) else str(a.cases),
+           "cases_file": (str(a.cases.resolve().relative_to(ROOT)) if a.cases.resolve().is_relative_to(ROOT)
+                          else str(a.cases)),
            "gpu_catalog_id": meta.get("gpu")}
     doc["cuda_context"] = cuda_context(torch, dev, nvml, before)
     dev.free()
@@ -814,7 +818,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 entry.update(run_case(case, a.cases.parent, dev, nvml, a.smoke))
                 entry["status"], entry["error"] = "ok", None
-            except Exception as exc:  # OOM, API drift: record and go on
+            except Exception as exc:  # noqa: BLE001 - OOM, API drift: record and go on
                 entry.update(status="error", error=f"{type(exc).__name__}: {str(exc)[:2000]}",
                              traceback=traceback.format_exc(limit=8)[-4000:])
                 if dev.cuda:

@@ -49,11 +49,14 @@ def build_config(model_type: str, d: dict) -> dict:
         c = dict(common, hidden_size=h, intermediate_size=i, num_attention_heads=heads, num_key_value_heads=kv,
                  head_dim=hd, **nodrop)
         if model_type == "stablelm":
-            c.pop("head_dim"); c["hidden_size"] = heads * hd
+            c.pop("head_dim")
+            c["hidden_size"] = heads * hd
         if model_type in ("gemma2", "gemma3_text"):
             c.update(sliding_window=4096, final_logit_softcapping=None, attn_logit_softcapping=None)
         if model_type == "phi3":
-            c.update(resid_pdrop=0.0, embd_pdrop=0.0); c.pop("head_dim"); c["hidden_size"] = heads * hd
+            c.update(resid_pdrop=0.0, embd_pdrop=0.0)
+            c.pop("head_dim")
+            c["hidden_size"] = heads * hd
         return c
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):
         c = dict(common, hidden_size=h, intermediate_size=i, num_attention_heads=heads, num_key_value_heads=kv,
@@ -146,11 +149,13 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
 
     mt = cfg["model_type"]
     if mt == "vit":
-        kw = dict(pixel_values=torch.randn(b, 3, cfg["image_size"], cfg["image_size"]), labels=torch.randint(0, 2, (b,)))
+        kw = dict(pixel_values=torch.randn(b, 3, cfg["image_size"], cfg["image_size"]),
+                  labels=torch.randint(0, 2, (b,)))
     elif mt in ("bert", "roberta"):
         kw = dict(input_ids=torch.randint(3, cfg["vocab_size"], (b, s)), labels=torch.randint(0, 2, (b,)))
     elif mt in ("t5", "mt5"):
-        kw = dict(input_ids=torch.randint(0, cfg["vocab_size"], (b, s)), labels=torch.randint(0, cfg["vocab_size"], (b, s)))
+        kw = dict(input_ids=torch.randint(0, cfg["vocab_size"], (b, s)),
+                  labels=torch.randint(0, cfg["vocab_size"], (b, s)))
     else:
         ids = torch.randint(0, cfg["vocab_size"], (b, s))
         kw = dict(input_ids=ids, labels=ids)
@@ -183,11 +188,13 @@ def random_dims(rng: random.Random, model_type: str) -> dict:
     if model_type == "falcon":
         kv = 1
     hd = rng.choice([16, 32])
-    h = heads * hd if model_type not in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
-                                          "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5") else heads * rng.choice([20, 28, 36])
+    h = (heads * hd if model_type not in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
+                                           "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5")
+         else heads * rng.choice([20, 28, 36]))
     i = 4 * h if model_type == "bloom" else rng.choice([200, 264, 320])
     return dict(h=h, heads=heads, kv_heads=kv, hd=hd, i=i, V=rng.choice([500, 700]), E=rng.choice([4, 6]),
-                k=2, ie=rng.choice([48, 80]), r=rng.choice([4, 8, 16]), **{"is": rng.choice([64, 96])}, img=rng.choice([32, 48]))
+                k=2, ie=rng.choice([48, 80]), r=rng.choice([4, 8, 16]), **{"is": rng.choice([64, 96])},
+                img=rng.choice([32, 48]))
 
 
 def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: int = 0) -> dict:
@@ -287,7 +294,8 @@ def write_toml(done: dict[str, dict], path: Path) -> None:
         "# H heads, Hs heads x sequence, s sequence, qg query width when GQA repeats K/V (eager), r LoRA rank,",
         "# iek routed-expert width x experts per token, E experts, is shared-expert width; '1' is a constant.",
         "schema_version = 1",
-        f'source = "scripts/fit_activations.py, transformers {transformers.__version__}, torch {torch.__version__.split("+")[0]}"',
+        f'source = "scripts/fit_activations.py, transformers {transformers.__version__}, '
+        f'torch {torch.__version__.split("+")[0]}"',
         f"as_of = {datetime.date.today().isoformat()}",
         "",
     ]

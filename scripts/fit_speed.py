@@ -1,12 +1,12 @@
 """Calibrate the speed model's efficiencies on published runs and write them into data/speed.toml.
 
-Fits, in log space, the values that make the speed model's predictions closest (least absolute log error,
-so that a few odd runs do not pull the rest; each case weighed 1 / sqrt(its source's cases), so that no one table
-outweighs the others) to the calibration cases of benchmarks/speed_cases.py: the matmul efficiency of each generation and precision that has runs, and the shared shape parameters
-(micro-batch penalty, attention factor, elementwise passes, launch cost). Generations without
-runs get priors from MLPerf Training's Llama-2-70B LoRA times relative to H100 (same workload, 8 GPUs;
-research/hardware.md s10.3). Then it sets range_low/range_high to the 10th/90th percentiles of
-measured/predicted over the calibration cases, and rewrites those values (with their sources) in
+Fits, in log space, the values that make the speed model's predictions closest (least absolute log error, so that a
+few odd runs do not pull the rest; each case weighed 1 / sqrt(its source's cases), so that no one table outweighs
+the others) to the calibration cases of benchmarks/speed_cases.py: the matmul efficiency of each generation and
+precision that has runs, and the shared shape parameters (micro-batch penalty, attention factor, elementwise passes,
+launch cost). Generations without runs get priors from MLPerf Training's Llama-2-70B LoRA times relative to H100
+(same workload, 8 GPUs; research/hardware.md s10.3). Then it sets range_low/range_high to the 10th/90th percentiles
+of measured/predicted over the calibration cases, and rewrites those values (with their sources) in
 src/gpuplan/data/speed.toml; everything else in the file is kept as it is.
 
 Run: python scripts/fit_speed.py [--dry-run]
@@ -258,8 +258,10 @@ def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: fl
         if "." not in name:
             text = set_param(text, name, _get(sm, "param", None, name), src)
     text = set_param(text, "qlora_dequant_bytes_per_param", sm.params.qlora_dequant_bytes_per_param, qlora_src)
-    text = set_param(text, "range_low", lo, f"10th percentile of measured/predicted speed on the {n} calibration runs, {today}")
-    text = set_param(text, "range_high", hi, f"90th percentile of measured/predicted speed on the {n} calibration runs, {today}")
+    text = set_param(text, "range_low", lo,
+                     f"10th percentile of measured/predicted speed on the {n} calibration runs, {today}")
+    text = set_param(text, "range_high", hi,
+                     f"90th percentile of measured/predicted speed on the {n} calibration runs, {today}")
     for gen, g in sm.generations.items():
         fitted = [n_.split(".")[1] for n_ in names if n_.startswith(gen + ".")]
         basis = "calibrated" if fitted else "prior"
@@ -272,7 +274,7 @@ def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: fl
             f"matmul_16bit = {g.matmul_16bit:.3f}", f"matmul_fp8 = {g.matmul_fp8:.3f}",
             f"matmul_fp32 = {g.matmul_fp32:.3f}", f"bandwidth = {g.bandwidth:.2f}",
             f'basis = "{basis}"', f'source = "{source}"'])
-        text, k = pat.subn(lambda m: m.group(1) + body, text)
+        text, k = pat.subn(lambda m, body=body: m.group(1) + body, text)
         assert k == 1, gen
     DATA.write_text(text)
 

@@ -238,7 +238,8 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     when = plan_date(as_of)
     proj, base, framework_notes = _load_noted(project, base_dir)
     if headroom is not None:
-        proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})
+        proj = proj.model_copy(
+            update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})
     bundle = load_bundle(catalog=catalog, catalog_files=catalog_files, price_files=price_files, as_of=when)
     if have is not None and proj.model.trace:
         raise InputError(["--have"], "needs a model the estimator sizes: a traced model (model.trace) is not "

@@ -386,7 +386,8 @@ def test_a_bad_pinned_date_says_which_variable(tmp_path: Path) -> None:
 def test_a_user_quote_dated_after_the_plan_is_refused(tmp_path: Path) -> None:
     prices = tmp_path / "quotes.yaml"
     prices.write_text("cloud:\n  - gpu_id: h100-sxm-80gb\n    provider: Our Cloud\n    kind: on-demand\n"
-                      "    price_per_gpu_hour: 2.5\n    currency: USD\n    source: our quote Q-1\n    as_of: 2026-11-20\n")
+                      "    price_per_gpu_hour: 2.5\n    currency: USD\n    source: our quote Q-1\n"
+                      "    as_of: 2026-11-20\n")
     ok = run("plan", "--example", "llama3-8b-qlora", "--prices", str(prices), "--format", "json")
     assert ok.returncode == 0, ok.stderr
     r = run("plan", "--example", "llama3-8b-qlora", "--prices", str(prices), "--as-of", "2026-11-01")

@@ -278,8 +278,10 @@ def test_user_reserved_above_on_demand_is_rejected_naming_the_row(tmp_path: Path
 
     path = _user_prices(tmp_path, "quotes.yaml", """
 cloud:
-  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: on-demand, price_per_gpu_hour: 2.10, source: quote 1, as_of: 2026-11-01}
-  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: reserved-1y, price_per_gpu_hour: 2.40, source: quote 2, as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: on-demand, price_per_gpu_hour: 2.10, source: quote 1,
+     as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: reserved-1y, price_per_gpu_hour: 2.40, source: quote 2,
+     as_of: 2026-11-01}
 """)
     with pytest.raises(CatalogError) as err:
         load_prices([path])
@@ -290,14 +292,17 @@ cloud:
     path = _user_prices(tmp_path, "aws.csv",
                         "table,gpu_id,provider,kind,price_per_gpu_hour,source,as_of\n"
                         "cloud,a100-sxm-80gb,AWS p4de.24xlarge,reserved-3y,3.90,our AWS quote,2026-11-20\n")
-    with pytest.raises(CatalogError, match=r"aws\.csv, row AWS p4de\.24xlarge reserved-3y a100-sxm-80gb.*3\.9 USD.*3\.43"):
+    with pytest.raises(CatalogError,
+                       match=r"aws\.csv, row AWS p4de\.24xlarge reserved-3y a100-sxm-80gb.*3\.9 USD.*3\.43"):
         load_prices([path])
     # a reserved price at or below on-demand, and one of a provider without on-demand, load
     ok = _user_prices(tmp_path, "ok.yaml", """
 cloud:
   - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: on-demand, price_per_gpu_hour: 2.10, source: q, as_of: 2026-11-01}
-  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: reserved-1y, price_per_gpu_hour: 2.10, source: q, as_of: 2026-11-01}
-  - {gpu_id: h100-sxm-80gb, provider: Other GPU, kind: reserved-3y, price_per_gpu_hour: 9.0, source: q, as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Acme GPU, kind: reserved-1y, price_per_gpu_hour: 2.10, source: q,
+     as_of: 2026-11-01}
+  - {gpu_id: h100-sxm-80gb, provider: Other GPU, kind: reserved-3y, price_per_gpu_hour: 9.0, source: q,
+     as_of: 2026-11-01}
 """)
     assert len(load_prices([ok]).cloud) == len(CLOUD) + 3
 

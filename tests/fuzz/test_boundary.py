@@ -59,7 +59,8 @@ def test_bad_project_files_end_in_an_input_error(tmp_path: Path, text: str, suff
 def test_a_long_value_is_echoed_cut(tmp_path: Path) -> None:
     err = project_error(tmp_path, BASE.replace("name: x", "name: " + "x" * 10_000))
     assert err.loc == ("name",) and "x" * 201 not in str(err) and "10,000 characters" in str(err)
-    err = project_error(tmp_path, BASE.replace("model: {preset: llama-3.1-8b}", "model: {preset: " + "y" * 20_000 + "}"))
+    err = project_error(tmp_path, BASE.replace("model: {preset: llama-3.1-8b}",
+                                               "model: {preset: " + "y" * 20_000 + "}"))
     assert "y" * 201 not in str(err)
 
 
@@ -91,7 +92,8 @@ def test_a_list_as_model_type_and_a_number_as_resnet_depths() -> None:
 
 def test_an_unknown_lora_target_is_refused_with_the_models_names() -> None:
     with pytest.raises(InputError, match="did you mean 'q_proj'") as info:
-        parse_project({"model": {"preset": "llama-3.1-8b"}, "workload": {"task": "lora", "lora": {"targets": ["q_prj"]}}})
+        parse_project({"model": {"preset": "llama-3.1-8b"},
+                       "workload": {"task": "lora", "lora": {"targets": ["q_prj"]}}})
     assert info.value.loc == ("workload", "lora", "targets", 0)
     bert = resolve_model(ModelRef(preset="bert-base-uncased")).arch
     with pytest.raises(InputError, match="the bert model has no linear layer named 'q_proj'"):
@@ -153,7 +155,8 @@ def test_strict_json_refuses_infinity() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, timeout=120,
+                          check=False)
 
 
 def test_plan_out_refuses_a_missing_folder_a_folder_and_a_dangling_link(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from gpuplan.catalog.currency import in_currency
 from gpuplan.catalog.loader import example_names, example_path, load_project
 from gpuplan.cli import app
 from gpuplan.core.cost.deployments import median_rent
+from gpuplan.errors import InfeasibleError
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Budget
 
@@ -106,7 +107,7 @@ def test_a_budget_is_checked_against_the_total_the_report_shows() -> None:
     tight = project.model_copy(update={"goals": project.goals.model_copy(update={"budget": budget})})
     try:
         result = api.plan(tight, top=100)
-    except Exception as exc:  # nothing within it: gpuplan says what binds
+    except InfeasibleError as exc:  # nothing within it: gpuplan says what binds
         assert "budget" in str(exc)
         return
     for c in result.candidates:

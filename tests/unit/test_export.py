@@ -381,7 +381,8 @@ def test_skypilot_task(name: str, tmp_path: Path) -> None:
         # the torchrun line with SkyPilot's variables as SkyPilot sets them on node 0
         values = {"SKYPILOT_NUM_NODES": str(c.servers), "SKYPILOT_NUM_GPUS_PER_NODE": str(c.gpus_per_server),
                   "SKYPILOT_NODE_RANK": "0", "HEAD_NODE_IP": "10.0.0.1"}
-        words = [re.sub(r"\$(\w+)", lambda m: values[m.group(1)], w) for w in shell_command(run, "torchrun")]
+        words = [re.sub(r"\$(\w+)", lambda m, values=values: values[m.group(1)], w)
+                 for w in shell_command(run, "torchrun")]
         try:
             from torch.distributed.run import get_args_parser
         except ImportError:

@@ -1,6 +1,7 @@
 """Snapshot tests of the Markdown and HTML reports (report/document.py) for the built-in examples.
 
-Regenerate the snapshots after an intended change: GPUPLAN_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_reports.py
+Regenerate the snapshots after an intended change:
+GPUPLAN_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_reports.py
 The HTML snapshots hold the page with each SVG figure replaced by a placeholder, so that plot details (tick
 positions, path data) do not break them; the figures are checked structurally instead."""
 

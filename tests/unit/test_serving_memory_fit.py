@@ -50,7 +50,8 @@ def test_a_load_beyond_the_kv_cache_fits_and_queues_with_a_warning() -> None:
     per_request = r.memory.kv_cache_bytes / math.floor(holds)
     assert r.memory.headroom_bytes < per_request
     notes = [n for n in r.notes if n.code == "kv-cache-full"]
-    assert len(notes) == 1 and notes[0].severity == "warning" and f"holds {math.floor(holds)} request" in notes[0].message
+    assert (len(notes) == 1 and notes[0].severity == "warning"
+            and f"holds {math.floor(holds)} request" in notes[0].message)
     assert inf.concurrency == pytest.approx(64, rel=0.02)  # the rest wait in the queue
 
 

@@ -120,7 +120,8 @@ def test_zero_offload_is_timed_with_pcie_and_the_cpu_step() -> None:
     """Issue 13: Mistral-7B full fine-tune on 4 x RTX 4090 with ZeRO-3 and optimizer offload is no longer timed as
     if free: the CPU Adam over all 7.2e9 parameters on one host (DeepSpeed CPU-Adam, 1.4e9 parameters/s) and
     the copies over PCIe 4.0 are in the step."""
-    kw = {"gpus": 4, "micro_batch_size": 1, "sequence_length": 2048, "global_batch_size": 4, "gradient_checkpointing": True}
+    kw = {"gpus": 4, "micro_batch_size": 1, "sequence_length": 2048, "global_batch_size": 4,
+          "gradient_checkpointing": True}
     none = run("mistral-7b-v0.1", "rtx-4090-24gb", layout=Layout(zero=3), **kw)
     opt = run("mistral-7b-v0.1", "rtx-4090-24gb", layout=Layout(zero=3, offload="optimizer"), **kw)
     par = run("mistral-7b-v0.1", "rtx-4090-24gb", layout=Layout(zero=3, offload="params"), **kw)

@@ -261,7 +261,8 @@ def _write(project: dict) -> Path:
 def test_a_post_must_say_it_is_json(client: Api) -> None:
     # without a JSON content type another site's page could post without a CORS preflight: refused
     for ctype in ("text/plain", ""):
-        status, body, _ = client.call("POST", "/api/scenarios?name=csrf", raw=json.dumps(example("vit-imagenet")).encode(),
+        status, body, _ = client.call("POST", "/api/scenarios?name=csrf",
+                                      raw=json.dumps(example("vit-imagenet")).encode(),
                                       headers={"Content-Type": ctype})
         assert status == 422 and "error" in body, (ctype, status, body)
     assert all(s["name"] != "csrf" for s in client.call("GET", "/api/scenarios")[1])

@@ -50,7 +50,8 @@ def offline_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.slow
 def test_schemathesis_finds_nothing(offline_server: str, tmp_path: Path) -> None:
-    cmd = [sys.executable, "-c", RUN_ST, "--config-file", str(CONFIG), "--no-color", "run", f"{offline_server}/openapi.json",
+    cmd = [sys.executable, "-c", RUN_ST, "--config-file", str(CONFIG), "--no-color", "run",
+           f"{offline_server}/openapi.json",
            "--checks", "all", "--max-examples", "8", "--max-time", "45", "--seed", "16", "--workers", "2",
            "--request-timeout", "30", "--report", "junit", "--report-dir", str(tmp_path / "report")]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=80, env={**os.environ, "NO_COLOR": "1"})

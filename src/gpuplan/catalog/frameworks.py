@@ -49,7 +49,8 @@ def parse_frameworks(data: dict[str, Any]) -> dict[str, FrameworkDefaults]:
             if key not in row:
                 raise CatalogError(PATH, f"missing {key}", row=row_id, field=key)
         if row["id"] not in _KNOWN:
-            raise CatalogError(PATH, f"unknown framework (allowed: {', '.join(sorted(_KNOWN))})", row=row_id, field="id")
+            raise CatalogError(PATH, f"unknown framework (allowed: {', '.join(sorted(_KNOWN))})", row=row_id,
+                               field="id")
         if row["id"] in out:
             raise CatalogError(PATH, "duplicate id", row=row_id, field="id")
         as_of = row["as_of"]

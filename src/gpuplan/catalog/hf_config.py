@@ -263,7 +263,8 @@ def _read_bert(r: _Reader, model_type: str = "bert", pooler: bool = True) -> dic
     positions = r.int("max_position_embeddings", default=512)
     return dict(
         model_type=model_type, kind="encoder", hidden_size=h, num_layers=r.int("num_hidden_layers", default=12),
-        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=r.int("intermediate_size", default=3072),
+        num_heads=heads, num_kv_heads=heads, head_dim=h // heads,
+        intermediate_size=r.int("intermediate_size", default=3072),
         vocab_size=r.int("vocab_size", default=30522 if model_type == "bert" else 50265),
         max_position_embeddings=positions, positions="learned", position_rows=positions,
         token_type_rows=r.int("type_vocab_size", default=2), tie_word_embeddings=False, norm="layernorm",
@@ -287,7 +288,8 @@ def _read_t5(r: _Reader, model_type: str = "t5") -> dict[str, Any]:
     gated = proj.startswith("gated-")
     return dict(
         model_type=model_type, kind="encoder-decoder", hidden_size=d, num_layers=n_enc, num_heads=heads,
-        num_kv_heads=heads, head_dim=r.int("d_kv", default=64), intermediate_size=r.int("d_ff", default=2048 if model_type == "t5" else 1024),
+        num_kv_heads=heads, head_dim=r.int("d_kv", default=64),
+        intermediate_size=r.int("d_ff", default=2048 if model_type == "t5" else 1024),
         vocab_size=r.int("vocab_size", default=32128 if model_type == "t5" else 250112), positions="relative",
         tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norm="rmsnorm", mlp_gated=gated,
         activation=proj.removeprefix("gated-"), num_decoder_layers=r.int("num_decoder_layers", default=n_enc),
@@ -312,7 +314,8 @@ def _read_vit(r: _Reader) -> dict[str, Any]:
         norm="layernorm", norm_bias=True, qkv_bias=bool(r.get("qkv_bias", default=True)), o_bias=True,
         mlp_gated=False, mlp_bias=True, activation=str(r.get("hidden_act", default="gelu")),
         num_labels=_num_labels(r, 2), image_size=image, patch_size=patch, num_channels=r.int("num_channels", default=3),
-        attention_dropout=_dropout(r, "attention_probs_dropout_prob"), hidden_dropout=_dropout(r, "hidden_dropout_prob"),
+        attention_dropout=_dropout(r, "attention_probs_dropout_prob"),
+        hidden_dropout=_dropout(r, "hidden_dropout_prob"),
         torch_dtype=r.get("torch_dtype", "dtype"),
     )
 

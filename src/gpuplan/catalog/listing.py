@@ -93,7 +93,8 @@ def catalog_rows(catalog: Catalog, kind: str, row_id: str | None = None, where: 
     return [table.find(row_id, [kind])] if row_id else filter_rows(list(table.rows.values()), list(where), kind)
 
 
-def catalog_json(catalog: Catalog, kind: str, row_id: str | None = None, where: Sequence[str] = ()) -> list[dict[str, Any]]:
+def catalog_json(catalog: Catalog, kind: str, row_id: str | None = None,
+                 where: Sequence[str] = ()) -> list[dict[str, Any]]:
     """What `gpuplan catalog KIND [ID] [--where ...] --json` prints and `GET /api/catalog/...` returns: the rows
     of catalog_rows, each with where it came from."""
     origins = catalog.table(kind).origins

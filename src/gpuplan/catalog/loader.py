@@ -266,7 +266,8 @@ def translate_validation_error(exc: ValidationError, source: str, root: type[Bas
         expected = err.get("ctx", {}).get("expected", "")
         allowed = [a.strip().strip("'") for a in expected.replace(" or ", ", ").split(",") if a.strip()]
         hint = suggest(str(err.get("input")), allowed)
-        msg = f"{clip(err.get('input'))} is not allowed" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+        msg = f"{clip(err.get('input'))} is not allowed" + (
+            f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
         return InputError(loc, msg, ", ".join(allowed), source=source)
     if kind == "missing":
         return InputError(loc, "is required", source=source)
@@ -393,6 +394,6 @@ def example_path(name: str) -> Path:
 
 
 __all__ = ["ModelPreset", "param_rows", "ResolvedModel", "example_names", "example_path", "find_preset",
-           "load_activation_table", "load_fx", "load_fx_dates", "load_host_support", "load_overheads", "load_presets", "load_project", "load_speed_model",
-           "parse_project",
+           "load_activation_table", "load_fx", "load_fx_dates", "load_host_support", "load_overheads", "load_presets",
+           "load_project", "load_speed_model", "parse_project",
            "resolve_model", "translate_validation_error"]

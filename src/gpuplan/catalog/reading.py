@@ -229,5 +229,5 @@ def load(path: Path, kind: str | None = None, limit: int = MAX_FILE_BYTES) -> An
     return parse(read_text(path, limit), kind)
 
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT", "MAX_ROWS", "MAX_VALUES", "Unreadable", "check_values", "kind_of", "load", "parse",
-           "read_text"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT", "MAX_ROWS", "MAX_VALUES", "Unreadable", "check_values", "kind_of",
+           "load", "parse", "read_text"]

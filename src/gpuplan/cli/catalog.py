@@ -76,11 +76,13 @@ def catalog_gpus(row_id: RowId = None, as_json: AsJson = False, where: Where = N
     """GPUs and accelerators: memory, bandwidth, dense TFLOPS, power, links, market class, price; with sources."""
     _list_rows("gpu", row_id, catalog, where, as_json, [
         ("id", str), ("memory", lambda g: f"{g.memory_gib:g} GiB {g.memory_type}"),
-        ("GB/s", lambda g: _num(g.memory_bandwidth_gbs)), ("bf16/fp16 TFLOPS", lambda g: _num(g.tflops.bf16 or g.tflops.fp16)),
+        ("GB/s", lambda g: _num(g.memory_bandwidth_gbs)),
+        ("bf16/fp16 TFLOPS", lambda g: _num(g.tflops.bf16 or g.tflops.fp16)),
         ("fp8", lambda g: _num(g.tflops.fp8)), ("W", lambda g: _num(g.tdp_w)),
         ("link", lambda g: g.interconnect.kind if g.interconnect.kind == "none"
          else f"{g.interconnect.kind} {g.interconnect.bandwidth_gbs:g} GB/s x{g.interconnect.domain_gpus}"),
-        ("class", lambda g: g.market_class), ("price", lambda g: f"${g.price.usd:,.0f} ({g.price.as_of.year})" if g.price else "-"),
+        ("class", lambda g: g.market_class),
+        ("price", lambda g: f"${g.price.usd:,.0f} ({g.price.as_of.year})" if g.price else "-"),
     ])
 
 

@@ -201,6 +201,7 @@ PriceFiles = Annotated[list[Path] | None, typer.Option(
     "--prices", help="A price list of your own (CSV or YAML: cloud GPU-hour prices, hosting offers), added to the "
                      "built-in ones. Repeatable.")]
 
-__all__ = ["AsOf", "BROKEN_PIPE_EXIT", "CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples", "Objective", "OutputFormat", "PLAN_TOP",
-           "PlanFormat", "PriceFiles", "ProjectFile", "broken_pipe", "check_out", "console", "day", "echo_examples", "exit_code", "fail", "fail_internal",
-           "project_path", "state", "write_out"]
+__all__ = ["AsOf", "BROKEN_PIPE_EXIT", "CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples",
+           "Objective", "OutputFormat", "PLAN_TOP", "PlanFormat", "PriceFiles", "ProjectFile", "broken_pipe",
+           "check_out", "console", "day", "echo_examples", "exit_code", "fail", "fail_internal", "project_path",
+           "state", "write_out"]

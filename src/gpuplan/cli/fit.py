@@ -23,7 +23,8 @@ from gpuplan.errors import GpuplanError
 def fit(
     project: ProjectFile = None,
     gpu: Annotated[str, typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = ...,  # type: ignore[assignment]
-    gpus: Annotated[int | None, typer.Option(min=1, max=100_000, help="Number of GPUs (default: the project's).")] = None,
+    gpus: Annotated[int | None, typer.Option(min=1, max=100_000, help="Number of GPUs (default: the "
+                                                                       "project's).")] = None,
     example: Example = None,
     headroom: Headroom = None,
     format: OutputFormat = Format.text,

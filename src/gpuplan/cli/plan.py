@@ -40,14 +40,14 @@ def plan(
                                                                  "project's goals.objective).")] = None,
     top: Annotated[int, typer.Option(min=1, max=100_000, help="How many candidates to show.")] = PLAN_TOP,
     headroom: Headroom = None,
-    format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a "
-                                                                 "Markdown / self-contained HTML report.")] = PlanFormat.text,
+    format: Annotated[PlanFormat, typer.Option("--format", help="Output format: the terminal, JSON, or a Markdown "
+                                                                 "/ self-contained HTML report.")] = PlanFormat.text,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file (never overwrites "
                                                              "one without --force).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     lang: Annotated[str, typer.Option("--lang", help="Report language: en or fr.")] = "en",
-    details: Annotated[bool, typer.Option("--details", help="Text output: after the one-screen summary, every "
-                                                            "reason, the server's rules and the GPUs not chosen.")] = False,
+    details: Annotated[bool, typer.Option("--details", help="Text output: after the one-screen summary, every reason, "
+                                                            "the server's rules and the GPUs not chosen.")] = False,
     catalog: CatalogFiles = None,
     prices: PriceFiles = None,
     have: Annotated[Path | None, typer.Option("--have", help="The server you already have, as a server file "

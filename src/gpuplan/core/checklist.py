@@ -185,7 +185,7 @@ def _multi_gpu(rec: Candidate | None, candidates: Sequence[Listed], rejected: li
                          reasons=["the recommendation uses a single GPU"])
     lay = rec.layout
     kind = ("model parallel (tensor/pipeline: the model does not fit one GPU)" if lay.tp * lay.pp > 1
-            else "data parallel (ZeRO-%s)" % lay.zero)
+            else f"data parallel (ZeRO-{lay.zero})")
     reasons.append(f"the recommendation spreads the work over {n} GPUs, {kind}")
     same = [c for c in singles if c.gpu_id == rec.gpu_id]
     if same and rec.time_hours and same[0].time_hours:

@@ -167,5 +167,5 @@ class Gpu(CatalogRow):
         return self
 
 
-__all__ = ["CatalogRow", "Cooling", "Currency", "FormFactor", "Generation", "Gpu", "Interconnect", "LinkKind", "MarketClass",
-           "MemoryType", "Price", "Tflops", "Vendor"]
+__all__ = ["CatalogRow", "Cooling", "Currency", "FormFactor", "Generation", "Gpu", "Interconnect", "LinkKind",
+           "MarketClass", "MemoryType", "Price", "Tflops", "Vendor"]

@@ -141,7 +141,8 @@ def _register_autocast(lib) -> None:
     for qualname in sorted(cuda_ops | cpu_ops):
         policy = cuda_policy(qualname) if qualname in cuda_ops else "passthrough"
         if policy is None:  # a newer torch autocasts an op these lists do not know: leave it as on CPU
-            warnings.warn(f"gpuplan.trace: no CUDA autocast policy known for {qualname}; CPU behaviour kept")
+            warnings.warn(f"gpuplan.trace: no CUDA autocast policy known for {qualname}; CPU behaviour kept",
+                          stacklevel=1)
             continue
         if policy == "lower" and qualname in cpu_ops:
             continue  # same policy on CPU: keep the C++ kernel and its weight-cast cache

@@ -70,7 +70,7 @@ def trace_factory(ref: str, *, training: bool = True, precision: Precision = "fp
             stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         try:
             built = factory()
-        except Exception as exc:  # the user's code: report it, never a traceback of ours
+        except Exception as exc:  # noqa: BLE001 - the user's code may raise anything: report it, never a traceback of ours
             raise InputError(["factory"], f"{ref}() raised {type(exc).__name__}: {exc}") from None
         if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module)):
             raise InputError(["factory"], f"{ref}() must return (model, example_inputs)",

@@ -42,8 +42,9 @@ CONFIG_ENV = "GPUPLAN_SERVE_CONFIG"
 
 ProjectBody = Annotated[dict[str, Any], Body(description="A project, as in a project file (docs/project.md).")]
 TopQuery = Annotated[int, Query(ge=1, le=100, description="How many candidates to return.")]
-HeadroomQuery = Annotated[float | None, Query(ge=0.0, le=0.8, description="Fraction of GPU memory kept free "
-                                                                           f"(default: the project's, else {MEMORY_HEADROOM:.2f}).")]
+HeadroomQuery = Annotated[float | None, Query(ge=0.0, le=0.8,
+                                              description="Fraction of GPU memory kept free (default: the "
+                                                          f"project's, else {MEMORY_HEADROOM:.2f}).")]
 AsOfQuery = Annotated[datetime.date | None, Query(description="The date the plan is made for (YYYY-MM-DD; default: "
                                                              "the server's $GPUPLAN_AS_OF, else today): quotes older "
                                                              "than six months on it are flagged and weigh less.")]
@@ -176,7 +177,7 @@ def _plan_routes(app: FastAPI, planner: Planner) -> None:
 def _catalog_routes(app: FastAPI, planner: Planner) -> None:
     @app.get("/api/catalog/{name}", response_model=None, responses={200: {"model": list[dict[str, Any]]}},
              summary="A catalog's rows, as `gpuplan catalog NAME --json`")
-    def get_catalog(name: str, where: Annotated[list[str], Query(description="FIELD=V, FIELD>=N, FIELD<=N")] = []
+    def get_catalog(name: str, where: Annotated[list[str], Query(description="FIELD=V, FIELD>=N, FIELD<=N")] = []  # noqa: B006 - FastAPI's Query default, never mutated
                     ) -> Response:
         kind = _catalog_kind(name)
         if kind == "models" and where:

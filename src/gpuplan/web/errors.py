@@ -61,7 +61,7 @@ class WebError(Exception):
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:
     """`text` with every run of more than `limit` characters without a space (an echoed input) shortened, and
     at most MESSAGE_LIMIT characters in all."""
-    text = re.sub(r"\S{%d,}" % (limit + 1), lambda m: m.group(0)[:limit] + f"… ({len(m.group(0)):,} characters)",
+    text = re.sub(rf"\S{{{limit + 1},}}", lambda m: m.group(0)[:limit] + f"… ({len(m.group(0)):,} characters)",
                   " ".join(text.split()))
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "…"
 

@@ -1,12 +1,12 @@
 """Audit a machine the user has, or is offered, for one project (`gpuplan check`): does the job fit, which
 part is the bottleneck, what to change.
 
-Pure: the machine (`gpuplan.cli.probe` probes it, `gpuplan.catalog.server_file` reads a server file), the project's memory and speed estimate on
-that machine's GPUs (`gpuplan.api.estimate`, called by the command), the server rules and the catalog go in;
-checklist items with the numbers behind them come out. The host checks (core/audit/host.py) use the same rules as
-the server builder (core/server/builder.py, data/server_rules.toml), so an audited machine and a proposed one are
-judged alike. The machine and its matching to the catalog live in core/audit/machine.py; this module re-exports
-them.
+Pure: the machine (`gpuplan.cli.probe` probes it, `gpuplan.catalog.server_file` reads a server file), the project's
+memory and speed estimate on that machine's GPUs (`gpuplan.api.estimate`, called by the command), the server rules
+and the catalog go in; checklist items with the numbers behind them come out. The host checks (core/audit/host.py)
+use the same rules as the server builder (core/server/builder.py, data/server_rules.toml), so an audited machine and
+a proposed one are judged alike. The machine and its matching to the catalog live in core/audit/machine.py; this
+module re-exports them.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ def _on_prem(cfg: Config, use: Usage, a: Assumptions, currency: str) -> Deployme
     spare = a.get("spare_fraction_production") if use.production else 0.0
     capex = cfg.price * (1 + spare)
     upfront = capex * (1 + a.get("install_fraction"))
-    draw = a.get("idle_draw_fraction") + (a.get("average_draw_fraction") - a.get("idle_draw_fraction")) * use.utilization
+    draw = (a.get("idle_draw_fraction")
+            + (a.get("average_draw_fraction") - a.get("idle_draw_fraction")) * use.utilization)
     kw = cfg.power_w * cfg.servers * (1 + spare) / 1000
     power = kw * draw * a.get("pue") * HOURS_PER_MONTH * a.get("electricity_per_kwh")
     colo = kw * a.get("colocation_per_kw_month")
@@ -83,7 +84,8 @@ def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], currency: str)
         if units > cfg.servers:
             ass.append(f"{o.gpus} GPU(s) per offer: {per_server} offers per server of {cfg.gpus_per_server} GPUs "
                        "(no NVLink between them)")
-        out.append(Deployment(option="managed", provider=f"{o.provider} {o.id}", monthly_cost=total / use.horizon_months,
+        out.append(Deployment(option="managed", provider=f"{o.provider} {o.id}",
+                              monthly_cost=total / use.horizon_months,
                               total_cost=total, upfront_cost=setup + committed, running_monthly=monthly,
                               currency=currency, assumptions=ass))
     return out
@@ -119,8 +121,8 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
         ass = [f"{kind}: median {rate:.2f} {currency}/GPU-hour of {len(rows)} price(s) "
                f"({', '.join(providers[:4])})",
                f"{n} GPUs x {billed:,.0f} h" + ("" if term or use.serving else f" ({use.utilization:.0%} of the time)"),
-               f"storage {use.storage_bytes / 1e12:,.1f} TB x {a.get('cloud_storage_per_tb_month'):g} {currency}/TB-month "
-               f"x {stored_months:,.2f} months held ({a.sources['cloud_storage_per_tb_month']})",
+               f"storage {use.storage_bytes / 1e12:,.1f} TB x {a.get('cloud_storage_per_tb_month'):g} "
+               f"{currency}/TB-month x {stored_months:,.2f} months held ({a.sources['cloud_storage_per_tb_month']})",
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         if billing:
             ass.append(billing)

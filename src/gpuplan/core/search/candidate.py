@@ -170,7 +170,8 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         if inf is not None and inf.objectives_met is False and inf.objectives is not None:
             o = inf.objectives
             got = {"ttft": inf.ttft_s, "itl": inf.itl_s, "e2e": inf.e2e_s}
-            parts = [f"{k} {getattr(got[k], 'p99' if o.percentile == 99 else ('p50' if o.percentile == 50 else 'p90')):,.3g}"
+            stat = "p99" if o.percentile == 99 else ("p50" if o.percentile == 50 else "p90")
+            parts = [f"{k} {getattr(got[k], stat):,.3g}"
                      f" s against {v:g} s" for k, v in (("ttft", o.ttft_s), ("itl", o.itl_s), ("e2e", o.e2e_s))
                      if v is not None and got[k] is not None]
             _reject(rejected, gpu, ps, servers, "latency", f"misses the objectives at p{o.percentile}: "
@@ -211,8 +212,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
                                  gradient_checkpointing=w.gradient_checkpointing, micro_batch_size=w.micro_batch_size,
                                  global_batch_size=w.global_batch_size or 0)
     else:
-        layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, replicas=c.n // (lay.tp * lay.pp),
-                                 batch_per_replica=w.batch_size)
+        layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload,
+                                 replicas=c.n // (lay.tp * lay.pp), batch_per_replica=w.batch_size)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
     inf = k.inference.inference if k.inference is not None else None
@@ -232,7 +233,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
         memory=memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training
                           else k.cap), time=time, inference=k.inference.inference if k.inference else None,
-        server=server, fits=(mem.device_bytes if start is None else start) <= k.usable, fits_with_growth=k.grown_device_bytes <= k.usable,
+        server=server, fits=(mem.device_bytes if start is None else start) <= k.usable,
+        fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
         price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,

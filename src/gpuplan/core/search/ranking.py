@@ -158,8 +158,8 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
         elif objective == "time":
             # times within 10% are the same time: then the cheaper (a faster candidate that costs more is
             # still listed, and on the Pareto front)
-            bucket = math.floor(math.log(max(t, t_min) / t_min) / log_same) if math.isfinite(t) and math.isfinite(t_min) \
-                else UNPRICED
+            bucket = math.floor(math.log(max(t, t_min) / t_min) / log_same) \
+                if math.isfinite(t) and math.isfinite(t_min) else UNPRICED
             score = bucket + (0.5 * max(1 - p_min / price, 0.0) if math.isfinite(price) else 0.5)
         else:  # balanced: the geometric mean of the two ratios, within 10% the same (the estimates are not finer):
             # then fewer GPUs, the simpler machine; without a price, after every priced one, by time
@@ -177,5 +177,5 @@ def rank(cands: Sequence[T], objective: str, same_cost: float = 0.0,
     return [(cands[i], out[i], front[i]) for i in sorted(range(len(cands)), key=keys.__getitem__)]
 
 
-__all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit", "over_budget", "pareto_front", "rank", "reference",
-           "same_cost"]
+__all__ = ["SAME", "SAME_BUDGET_FRACTION", "SHORTEST_RUN_HOURS", "UNPRICED", "Listed", "Ranked", "budget_limit",
+           "over_budget", "pareto_front", "rank", "reference", "same_cost"]

@@ -65,7 +65,8 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
                 continue
             hours = 1000 * step / ps / 3600
             rate = inp.rent_per_gpu_hour.get(gpu.id)
-            rent = None if rate is None else (rate * ps * hours if tr.training else rate * ps * HOURS_PER_MONTH * horizon)
+            rent = None if rate is None else (rate * ps * hours if tr.training
+                                              else rate * ps * HOURS_PER_MONTH * horizon)
             options = [(v, k) for v, k in ((spec.price, "buy"), (rent, "rent")) if v is not None]
             cost, basis = min(options) if options else (None, None)
             why = over_budget(cost, basis, budget, horizon, tr.training, len(options) == 2)
@@ -74,8 +75,8 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
                                          code="no-price" if cost is None else "over-budget", reason=why))
                 continue
             memory = traced_memory_out(tr, reserved, device, cap)
-            reasons = [f"traced step: {tr.peak_bytes / GIB:,.2f} GiB tensor peak, {device / GIB:,.2f} GiB on the device "
-                       f"of {cap / GIB:,.1f}; {step * 1e3:,.1f} ms per step ("
+            reasons = [f"traced step: {tr.peak_bytes / GIB:,.2f} GiB tensor peak, {device / GIB:,.2f} GiB on the "
+                       f"device of {cap / GIB:,.1f}; {step * 1e3:,.1f} ms per step ("
                        + ", ".join(f"{k} {v * 1e3:,.1f}" for k, v in parts.items() if v > 0) + " ms)",
                        f"{ps} data-parallel GPU(s), each running the factory's batch; time is for 1,000 batches",
                        "planned growth is not applied to a traced model: trace the grown model to check it"]

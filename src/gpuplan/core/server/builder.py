@@ -175,7 +175,8 @@ def build_server(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRule
     return built, why  # type: ignore[return-value]
 
 
-def server_price(needs: ServerNeeds | Needs, catalog: Catalog, rules: ServerRules) -> tuple[bool, float | None, str | None]:
+def server_price(needs: ServerNeeds | Needs, catalog: Catalog,
+                 rules: ServerRules) -> tuple[bool, float | None, str | None]:
     """What the search compares of `build_server(needs)`: whether a server is built, its price (in the catalog's
     currency, None: no price) and why not; the same choices, with no spec made and no line written."""
     built, why = _decide(needs, catalog, rules, False, False)
