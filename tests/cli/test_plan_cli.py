@@ -234,7 +234,7 @@ def test_objective_changes_the_ranking() -> None:
 def test_text_output() -> None:
     r = run("plan", "--example", "llama3-8b-qlora")
     assert r.returncode == 0, r.stderr
-    for text in ("Get ", "Decision checklist", "Alternatives", "VRAM validated", "Total cost"):
+    for text in ("Rent 1 x ", "Decision checklist", "Alternatives", "VRAM validated", "Total cost"):
         assert text in r.stdout
 
 

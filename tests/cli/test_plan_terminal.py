@@ -74,19 +74,31 @@ def test_the_verdict_names_the_json_recommendation(name: str) -> None:
     out = text(name)
     lines = out.splitlines()
     assert lines[0].startswith(f"gpuplan plan: {as_json(name)['project']}")
-    verdict = flat(" ".join(block(out, "Get ", "  ")))
+    # the first line is the action (issue #27): buy the server, or rent the GPUs, as the JSON's action says it
+    a = rec["action"]
+    verdict = flat(" ".join(block(out, a["verb"].capitalize() + " ", "  ")))
+    assert verdict.startswith(flat(a["text"])), (verdict, a["text"])
     s = rec["server"]
-    assert verdict.startswith(f"Get {rec['servers']} × {s['platform_name']} with {rec['gpus_per_server']} × "
-                              f"{rec['gpu_name']}")
     d = rec["deployment"]
     chosen = next(x for x in rec["deployments"] if (x["option"], x["provider"]) == (d["option"], d["provider"]))
-    # a training run states its cost per run, a service its total over the horizon (issue #13: one cost story)
-    money = (f"{chosen['cost_per_run']:,.0f} {d['currency']} per run" if rec["time_hours"] is not None
-             else f"{d['total_cost']:,.0f} {d['currency']} over")
+    assert (a["option"], a["total_cost"]) == (d["option"], d["total_cost"])
+    # a training run states its cost per run, a service what it costs a month, a purchase its price (one story)
+    if a["verb"] == "buy":
+        money, cost = f"{rec['price']:,.0f}", rec["price"]
+    elif rec["time_hours"] is not None:
+        money, cost = f"{chosen['cost_per_run']:,.0f} {d['currency']} per run", chosen["cost_per_run"]
+    else:
+        money, cost = f"{chosen['running_monthly']:,.0f} {d['currency']} a month", chosen["running_monthly"]
+    assert a["cost"] == cost
     if d["currency"] == "USD":
         money = "$" + money.replace(" USD", "")
-    assert f"deploy {d['option']} ({d['provider']}): {money}" in verdict
-    server = flat(" ".join(block(out, "Server", "Memory per GPU")))
+    assert money in verdict
+    if a["verb"] == "buy":
+        assert verdict.startswith(f"Buy {rec['servers']} x {s['platform_name']} with {rec['gpus_per_server']} x "
+                                  f"{rec['gpu_name']}")
+    else:  # a rented plan names what is rented, not a chassis to buy; the server stays as what buying would take
+        assert s["platform_name"] not in verdict.split(";")[0]
+    server = flat(" ".join(block(out, "If you buy" if a["verb"] == "rent" else "Server", "Memory per GPU")))
     # RAM in GB as DIMMs are sold (binary), as the server builder sizes it
     for part in (s["cpu_model"], f"{s['cpu_cores']} cores", f"RAM {s['ram_bytes'] / 2**30:,.0f} GB",
                  f"{s['power_w'] / 1000:,.1f} kW", f"{s['cooling_btu_h']:,.0f} BTU/h", rec["gpu_id"]):
@@ -225,6 +237,6 @@ def test_a_traced_plan_fits_the_screen(tmp_path: Path) -> None:
                                                       "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[1].startswith("Get ") and len(lines) <= LINES_MAX
+    assert lines[1].split()[0] in ("Rent", "Buy") and len(lines) <= LINES_MAX
     assert any(line.startswith("[") and line.rstrip().endswith("]") for line in lines)
     assert "mb=" not in r.stdout  # a traced layout has no micro-batch

@@ -127,7 +127,7 @@ def test_french_numbers() -> None:
     assert res.currency == "EUR"
     assert f"prix {price:,.0f}\u00a0€".replace(",", "\u202f") in verdict
     d = rec.deployment
-    assert f"{d.total_cost:,.0f}".replace(",", "\u202f") + "\u00a0€ sur l'horizon" in verdict
+    assert f"{d.total_cost:,.0f}".replace(",", "\u202f") + f"\u00a0€ sur {rec.action.horizon_months} mois" in verdict
     assert "$" not in verdict and "EUR" not in verdict
     # the English report keeps Python's grouping
     assert f"price {price:,.0f} EUR" in render_markdown(res, "en")

@@ -2,6 +2,7 @@
 
 - `candidate_layout_text`: a plan candidate's typed layout, short, for tables: "zero=3 tp=2 mb=4 ckpt",
   "tp=4 x2 replicas, batch 32" (the reports and the web page; the two words are the report language's);
+- `compact_layout_text`: the same in one word for the terminal: "zero3·tp2·mb4·ckpt", "tp4·x2·b32";
 - `estimate_layout_text`: an estimate's layout dict (`EstimateResult.hardware.layout`), for reasons:
   "ZeRO-3, tp 2" for training, "tp 4, 2 replicas" for inference (`gpuplan check`);
 - `launch_layout_text`: the full sentence at the head of a launcher file (`gpuplan export`);
@@ -25,6 +26,15 @@ def candidate_layout_text(lay: CandidateLayout, replicas: str = "replicas", batc
     if lay.gradient_checkpointing:
         parts.append("ckpt")
     return " ".join(parts)
+
+
+def compact_layout_text(lay: CandidateLayout) -> str:
+    """One word, for the terminal's narrow columns: "zero3·tp2·mb4·ckpt" for training; "tp4·x2·b32" (2 replicas of
+    tensor parallel 4, a batch of 32 each) for serving."""
+    if lay.serving:
+        return "·".join([f"tp{lay.tp}", *([f"pp{lay.pp}"] if lay.pp > 1 else []), f"x{lay.replicas}",
+                         f"b{lay.batch_per_replica}"])
+    return candidate_layout_text(lay).replace("=", "").replace(" ", "·")
 
 
 def estimate_layout_text(lay: Mapping[str, int | str], training: bool = True) -> str:
@@ -52,4 +62,5 @@ def layout_items_text(lay: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in lay.items())
 
 
-__all__ = ["candidate_layout_text", "estimate_layout_text", "launch_layout_text", "layout_items_text"]
+__all__ = ["candidate_layout_text", "compact_layout_text", "estimate_layout_text", "launch_layout_text",
+           "layout_items_text"]

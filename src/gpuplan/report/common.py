@@ -27,6 +27,24 @@ def price_text(c: Candidate) -> str:
     return "-" if c.price is None else fmt_money(c.price, c.currency)
 
 
+def ranked_cost_text(c: Candidate) -> str:
+    """The cost the ranking compared, with its basis: the cheaper of buying the servers and renting the GPUs
+    ("21 rent", "53,181 buy"), in the plan's currency."""
+    return "-" if c.cost is None else f"{c.cost:,.0f} {c.cost_basis}"
+
+
+def ranked_cost_caption(result: PlanResult) -> str:
+    """What the alternatives' cost column is, under the table."""
+    training = any(c.time_hours is not None for c in result.candidates)
+    rent = "for the run" if training else "around the clock over the horizon"
+    out = (f"cost: what the ranking compares, the cheaper of buying the servers (buy) and renting the GPUs {rent} "
+           "at the median on-demand price (rent)")
+    if result.objective == "cost":
+        out += ("; costs within 10% of the cheapest (or 1% of the budget) rank as equal, then fewer GPUs, then the "
+                "faster")
+    return out
+
+
 def layout_text(c: Candidate, replicas: str = "replicas", batch: str = "batch") -> str:
     """The candidate's layout for tables: "zero=3 tp=2 mb=4 ckpt" (core/layout_text.py)."""
     return candidate_layout_text(c.layout, replicas=replicas, batch=batch)
@@ -80,4 +98,5 @@ def chosen_deployment(c: Candidate) -> Deployment | None:
 
 
 __all__ = ["MONEY_COLUMNS", "chosen_deployment", "cost_text", "is_chosen", "layout_text", "money_cells", "price_text",
+           "ranked_cost_caption", "ranked_cost_text",
            "time_text", "unchosen_gpus"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 import html
 
 from gpuplan.report import figures
-from gpuplan.report.common import chosen_deployment, is_chosen, layout_text, time_text, unchosen_gpus
+from gpuplan.report.common import chosen_deployment, is_chosen, unchosen_gpus
 from gpuplan.report.have import OPTION_HEAD, WAY_HEAD, have_lines, option_rows, way_rows
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
+from gpuplan.report.verdict import gib_in, layout_in, price_in, server_head, time_in, verdict_lines
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
@@ -19,49 +20,6 @@ MAX_REJECTED = 12
 
 
 # ---------------------------------------------------------------- shared pieces
-
-def _time(c: Candidate, lang: str) -> str:
-    return numbers(lang).localize(time_text(c, day=t("unit_day", lang), per_request=t("unit_per_request", lang),
-                                            per_billion=t("unit_per_billion", lang)))
-
-
-def _layout(c: Candidate, lang: str) -> str:
-    return layout_text(c, replicas=t("word_replicas", lang), batch=t("word_batch", lang))
-
-
-def _price(c: Candidate, nf: Numbers) -> str:
-    """The purchase price in the plan's currency (the candidate's)."""
-    if c.price is None:
-        return "-"
-    return nf.usd(c.price) if c.currency == "USD" else nf.money(c.price, c.currency)
-
-
-def _gib(n: float, nf: Numbers) -> str:
-    return nf.num(n / GIB, 1)
-
-
-def _verdict(result: PlanResult, lang: str) -> list[str]:
-    rec = result.recommendation
-    if rec is None:
-        return [t("no_recommendation", lang)]
-    s = rec.server
-    nf = numbers(lang)
-    out = [t("verdict", lang, objective=t(f"objective_{result.objective}", lang), servers=rec.servers,
-             platform=s.platform_name, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
-             layout=_layout(rec, lang), time=_time(rec, lang), price=_price(rec, nf),
-             mem=_gib(rec.memory.device_bytes, nf), grown=_gib(rec.grown_device_bytes, nf))]
-    if rec.deployment is not None:
-        d = rec.deployment
-        chosen = chosen_deployment(rec)
-        if rec.time_hours is not None and chosen is not None and chosen.cost_per_run:
-            out.append(t("verdict_deploy_run", lang, option=d.option, provider=d.provider,
-                         run=nf.money(chosen.cost_per_run, d.currency), total=nf.money(d.total_cost, d.currency)))
-        else:
-            out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider,
-                         total=nf.money(d.total_cost, d.currency),
-                         monthly=nf.num(chosen.running_monthly if chosen is not None else d.monthly_cost)))
-    return out
-
 
 def _spec(c: Candidate, lang: str) -> str:
     s = c.server
@@ -77,8 +35,8 @@ def _spec(c: Candidate, lang: str) -> str:
 
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
     nf = numbers(lang)
-    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", _layout(c, lang),
-             _gib(c.memory.device_bytes, nf), _time(c, lang), _price(c, nf), nf.sig(c.score)]
+    return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_in(c, lang),
+             gib_in(c.memory.device_bytes, nf), time_in(c, lang), price_in(c, nf), nf.sig(c.score)]
             for c in result.candidates]
 
 
@@ -143,7 +101,7 @@ def _growth_head(result: PlanResult, lang: str) -> list[str]:
 
 
 def _growth_cell(r: GrowthRow, lang: str) -> str:
-    mem = _gib(r.device_bytes, numbers(lang))
+    mem = gib_in(r.device_bytes, numbers(lang))
     if r.fits:
         return t("g_fits", lang, mem=mem)
     if r.min_gpus is None:
@@ -201,9 +159,10 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
         out += ["## The server you have", "", have_lines(h)[0], "", f"**{have_lines(h)[1]}**", ""]
         out += (_md_table(WAY_HEAD, way_rows(h)) + [""] if h.ways else [])
         out += _md_table(OPTION_HEAD, option_rows(h, result.currency)) + [""]
-    out += [f"## {t('h_verdict', lang)}", "", " ".join(_verdict(result, lang)), ""]
+    out += [f"## {t('h_verdict', lang)}", "", " ".join(verdict_lines(result, lang)), ""]
     if rec is not None:
-        out += [f"## {t('h_server', lang)}", "", f"{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}", ""]
+        out += [f"## {t(server_head(rec), lang)}", "",
+                f"{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}", ""]
         out += [f"- {r}" for r in rec.server.reasons + rec.reasons]
         out += [f"- **{t('warning', lang)}**: {w}" for w in rec.server.warnings]
         out.append("")
@@ -317,9 +276,10 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
                 f'<p class="verdict">{_e(have_lines(h)[1])}</p>']
         out += _html_table(WAY_HEAD, way_rows(h)) if h.ways else []
         out += _html_table(OPTION_HEAD, option_rows(h, result.currency), num={3, 4})
-    out += [f"<h2>{_e(t('h_verdict', lang))}</h2>", f'<p class="verdict">{_e(" ".join(_verdict(result, lang)))}</p>']
+    out += [f"<h2>{_e(t('h_verdict', lang))}</h2>",
+            f'<p class="verdict">{_e(" ".join(verdict_lines(result, lang)))}</p>']
     if rec is not None:
-        out += [f"<h2>{_e(t('h_server', lang))}</h2>",
+        out += [f"<h2>{_e(t(server_head(rec), lang))}</h2>",
                 f"<p>{_e(f'{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}')}</p>"]
         out += _ul(rec.server.reasons + rec.reasons)
         out += _ul([f"{t('warning', lang)}: {w}" for w in rec.server.warnings], "warning")

@@ -51,11 +51,11 @@ class Numbers:
             text = text[:-1].replace(".", ",") + NNBSP + "%"
         return text
 
-    def money(self, amount: float, currency: str) -> str:
-        """A rounded amount and its currency code: "12,345 EUR" (en), "12 345 €" (fr)."""
+    def money(self, amount: float, currency: str, digits: int = 0) -> str:
+        """An amount rounded to `digits` and its currency code: "12,345 EUR" (en), "12 345 €" (fr)."""
         if self.lang == "fr":
-            return f"{self.num(amount)}{NBSP}{FR_CURRENCY.get(currency, currency)}"
-        return f"{amount:,.0f} {currency}"
+            return f"{self.num(amount, digits)}{NBSP}{FR_CURRENCY.get(currency, currency)}"
+        return f"{amount:,.{digits}f} {currency}"
 
     def usd(self, amount: float) -> str:
         """A rounded amount in US dollars, as prices are written: "$12,345" (en), "12 345 $US" (fr)."""

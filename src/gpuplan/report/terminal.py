@@ -16,6 +16,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from gpuplan.core.layout_text import compact_layout_text
 from gpuplan.report.common import (
     MONEY_COLUMNS,
     cost_text,
@@ -23,6 +24,8 @@ from gpuplan.report.common import (
     layout_text,
     money_cells,
     price_text,
+    ranked_cost_caption,
+    ranked_cost_text,
     time_text,
     unchosen_gpus,
 )
@@ -147,28 +150,35 @@ def _where(rec: Candidate) -> str:
 
 
 def _verdict(result: PlanResult, rec: Candidate) -> Text:
-    s = rec.server
-    what = f"{rec.servers} × {s.platform_name} with {rec.gpus_per_server} × {rec.gpu_name}"
-    if rec.servers > 1:
-        what += f" ({rec.servers * rec.gpus_per_server} GPUs)"
-    if rec.time_hours is None and rec.request_latency_s is not None:
-        when = f"a request takes {rec.request_latency_s:,.1f} s"
-    elif rec.time is not None and rec.time.wall_hours is None:
-        when = f"{time_text(rec)} (the project gives no training length)"
-    else:
-        when = f"the run takes {time_text(rec)}"
+    """The first line: the action (buy or rent what, from whom, at what cost, and the runner-up), else the server
+    the plan would get with no price list covering it."""
     out = Text()
     if rec.evidence is not None and not rec.evidence.adequate:
         out.append("No candidate has adequate evidence; the best of what qualifies: ", style="bold yellow")
-    out.append("Get ", style="bold")
-    out.append(what, style="bold green")
-    out.append(f"; {_where(rec)}; {when}.  [objective: {result.objective}]")
+    a = rec.action
+    if a is not None:
+        verb, rest = a.text.split(" ", 1)
+        head, _, tail = rest.partition(a.item)
+        out.append(verb + " ", style="bold")
+        out.append(head + a.item, style="bold green")
+        out.append(tail)
+    else:
+        s = rec.server
+        out.append("Get ", style="bold")
+        out.append(f"{rec.servers} × {s.platform_name} with {rec.gpus_per_server} × {rec.gpu_name}", style="bold green")
+        out.append(f"; {_where(rec)}.")
+    if rec.time_hours is None and rec.request_latency_s is not None:
+        out.append(f" A request takes {rec.request_latency_s:,.1f} s.")
+    elif rec.time is not None and rec.time.wall_hours is None:
+        out.append(f" {time_text(rec)} (the project gives no training length).")
+    out.append(f"  [objective: {result.objective}]")
     return out
 
 
 def why_reasons(rec: Candidate) -> list[str]:
-    """The candidate's own reasons, then the deployment's: the first WHY_MAX go in the summary."""
-    dep = rec.deployment.reasons if rec.deployment is not None else []
+    """The candidate's own reasons, then the deployment's (which the first line already states when it names the
+    action): the first WHY_MAX go in the summary."""
+    dep = rec.deployment.reasons if rec.deployment is not None and rec.action is None else []
     picks = rec.reasons[:WHY_MAX - 1] + dep[:1]
     rest = [r for r in rec.reasons + dep if r not in picks]
     return picks + rest
@@ -180,7 +190,8 @@ def _server(rec: Candidate) -> Table:
     g.add_column(style="bold", no_wrap=True)
     g.add_column()
     rack = f", {s.rack_units} U" if s.rack_units else ""
-    g.add_row("Server", f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec)}")
+    label = "If you buy" if rec.action is not None and rec.action.verb == "rent" else "Server"
+    g.add_row(label, f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec)}")
     g.add_row("", f"{rec.gpus_per_server} × {rec.gpu_name} ({rec.gpu_id}) per server, {layout_text(rec)}")
     g.add_row("", f"{s.cpu_sockets} × {s.cpu_model} ({s.cpu_cores} cores) · RAM {fmt_ram_gb(s.ram_bytes)} · "
                   f"NVMe {s.storage_bytes / 1e12:,.1f} TB ({s.drives} drive{'s' if s.drives > 1 else ''}, "
@@ -211,16 +222,17 @@ def _candidates(result: PlanResult, top: int) -> Table:
     t = Table(title=f"Alternatives (best {len(shown)} of {kept} that qualify; → recommended, * Pareto"
                     + ("; ? evidence not adequate, ranked last" if thin else "") + "; GPUs per server × servers)",
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    price_col = f"price {result.currency}"
-    for col in ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", price_col, "score"):
-        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", price_col, "score") else "left",
+    cost_col = f"cost {result.currency}"
+    for col in ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", cost_col, "score"):
+        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", cost_col, "score") else "left",
                      no_wrap=col != "layout", min_width=2 if not col else None)
     for c in shown:
         mark = (("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
                 + ("?" if c.evidence is not None and not c.evidence.adequate else " "))
-        price = "-" if c.price is None else f"{c.price:,.0f}"
-        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout_text(c),
-                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), price, f"{c.score:.3g}")
+        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", compact_layout_text(c.layout),
+                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), ranked_cost_text(c), f"{c.score:.3g}")
+    t.caption = ranked_cost_caption(result)
+    t.caption_justify = "left"
     return t
 
 

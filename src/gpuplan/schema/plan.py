@@ -90,7 +90,7 @@ class ServerSpec(_Out):
 class Deployment(_Out):
     """One way to get a configuration, and what it costs over the horizon (core/cost/tco.py)."""
 
-    option: str  # on-prem | managed | cloud
+    option: Literal["on-prem", "managed", "cloud"]
     provider: str
     #: total over the horizon / months
     monthly_cost: float
@@ -108,6 +108,10 @@ class Deployment(_Out):
     breakeven_utilization: float | None = None
     #: cloud: the price per GPU-hour used
     price_per_gpu_hour: float | None = None
+    #: what is rented, as it is quoted ("8 x Hetzner hetzner-gex130", "8 GPUs"); None for a purchase
+    rented: str | None = None
+    #: who quotes the price: the cloud providers whose median it is, the hosting provider (none for a purchase)
+    providers: list[str] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -121,6 +125,33 @@ class DeploymentChoice(_Out):
     reasons: list[str]
     #: the options the project asked for that no price list covers for this GPU ("managed: no ... price")
     gaps: list[str] = Field(default_factory=list)
+
+
+class Action(_Out):
+    """What the plan says to do, as its first line says it (core/verdict.py): buy the server or rent the GPUs,
+    from whom, at what cost, and the runner-up way of getting them with why it lost."""
+
+    verb: Literal["buy", "rent"]
+    option: Literal["on-prem", "managed", "cloud"]
+    #: what is bought or rented: the server ("1 x Dell PowerEdge XE9680 with 8 x NVIDIA H100 SXM 80GB"), the
+    #: rented GPUs ("8 x NVIDIA H100 SXM 80GB") or the hosting offer ("8 x Hetzner hetzner-gex130")
+    item: str
+    #: from whom: "purchase", the cloud providers quoted, the hosting provider
+    provider: str
+    gpus: int
+    #: the headline cost in `currency`, and what it is: the purchase price ("upfront"), a training run's cost
+    #: ("per run") or the running cost of a service ("per month")
+    cost: float
+    cost_basis: Literal["upfront", "per run", "per month"]
+    #: every cost of this way over the horizon (growth.horizon_months), as the deployment comparison counts it
+    total_cost: float
+    horizon_months: int
+    currency: str
+    #: the cheapest way of another kind, and why this one wins ("buying it: 29,327 EUR over 12 months; renting is
+    #: cheaper from the start"); None when there is no other
+    runner_up: str | None = None
+    #: the sentence the reports print first
+    text: str
 
 
 class CandidateLayout(_Out):
@@ -220,6 +251,8 @@ class Candidate(_Out):
     deployments: list[Deployment] = Field(default_factory=list)
     #: the option chosen among them, with reasons
     deployment: DeploymentChoice | None = None
+    #: what to do: buy or rent, what, from whom, at what cost (None when no price list covers it)
+    action: Action | None = None
     #: how well its speed and price are known
     evidence: Evidence | None = None
 
@@ -323,8 +356,8 @@ class PlanResult(_Out):
         return out
 
 
-__all__ = ["Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence", "FaqAnswer",
-           "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats", "RejectCode",
+__all__ = ["Action", "Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence",
+           "FaqAnswer", "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats", "RejectCode",
            "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
 
 

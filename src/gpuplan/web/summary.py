@@ -33,6 +33,7 @@ def summarize(result: PlanResult) -> PlanSummary:
     assert rec is not None  # api.plan raises InfeasibleError before a plan without one exists
     s = rec.server
     mem = rec.memory
+    renting = rec.action is not None and rec.action.verb == "rent"
     rows = [
         ("gpu", "GPUs", f"{rec.gpus_per_server} x {rec.gpu_name}"
                         + (f" in each of {rec.servers} servers" if rec.servers > 1 else "")),
@@ -42,15 +43,16 @@ def summarize(result: PlanResult) -> PlanSummary:
         ("memory", "Memory per GPU", f"{mem.device_bytes / GIB:,.1f} GiB now, {rec.grown_device_bytes / GIB:,.1f} GiB "
                                      f"after the planned growth ({mem.dominant} dominate)"),
         ("time", "Time", time_text(rec)),
-        ("price", "Hardware price", price_text(rec)),
+        ("price", "If you buy: hardware price" if renting else "Hardware price", price_text(rec)),
         ("power", "Power and cooling", f"{s.power_w / 1000:,.1f} kW, {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"),
     ]
     if rec.deployment is not None:
         d = rec.deployment
         rows.append(("deployment", "Deployment", f"{d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency} "
                                                  f"over the horizon, {d.monthly_cost:,.0f} {d.currency}/month"))
-    verdict = (f"{rec.servers} x {s.platform_name} with {rec.gpus_per_server} x {rec.gpu_name} "
-               f"(ranked by {result.objective})")
+    verdict = (rec.action.text if rec.action is not None else
+               f"{rec.servers} x {s.platform_name} with {rec.gpus_per_server} x {rec.gpu_name}") + \
+        f" (ranked by {result.objective})"
     return PlanSummary(project=result.project, objective=result.objective, gpu_id=rec.gpu_id, gpu_name=rec.gpu_name,
                        gpus_per_server=rec.gpus_per_server, servers=rec.servers, verdict=verdict,
                        rows=[SummaryRow(key=k, label=label, value=v) for k, label, v in rows])

@@ -13,6 +13,7 @@ from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
 from gpuplan.core.cost.tco import choose, compare
 from gpuplan.core.search.evidence import is_stale
+from gpuplan.core.verdict import action_of
 from gpuplan.schema.plan import Candidate, Deployment
 from gpuplan.schema.prices import CloudPrice, HostingOffer, PriceBook
 from gpuplan.schema.project import Project
@@ -116,7 +117,8 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
     gaps = _gaps(c.gpu_id, list(dep.options), deps)
     if choice is not None and gaps:
         choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
-    return c.model_copy(update={"deployments": deps, "deployment": choice})
+    priced = c.model_copy(update={"deployments": deps, "deployment": choice})
+    return priced.model_copy(update={"action": action_of(priced, horizon)})
 
 
 def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:

@@ -87,7 +87,8 @@ def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], currency: str)
         out.append(Deployment(option="managed", provider=f"{o.provider} {o.id}",
                               monthly_cost=total / use.horizon_months,
                               total_cost=total, upfront_cost=setup + committed, running_monthly=monthly,
-                              currency=currency, assumptions=ass))
+                              currency=currency, assumptions=ass, rented=f"{units} x {o.provider} {o.id}",
+                              providers=[o.provider]))
     return out
 
 
@@ -131,7 +132,7 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
             ass.append(_same_provider_on_demand(kind, rate, same, currency))
         out.append(Deployment(option="cloud", provider=f"cloud {kind}", monthly_cost=total / months, total_cost=total,
                               upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
-                              price_per_gpu_hour=rate))
+                              price_per_gpu_hour=rate, rented=f"{n} GPUs", providers=providers))
     return out
 
 
