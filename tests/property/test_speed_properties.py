@@ -18,7 +18,7 @@ from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import saved_bytes_per_sample
 from gpuplan.core.sizing.params import ParamCount, count_params
-from gpuplan.core.sizing.rates import GB, _exposed
+from gpuplan.core.sizing.rates import GB, exposed
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, matmul_efficiency
 from gpuplan.core.sizing.step import GpuRates, StepTime, StepWork, _dp_exposed, step_time
 from gpuplan.schema.hardware import Gpu
@@ -269,7 +269,7 @@ def test_works_sharing_a_cache_time_as_works_built_alone(data: st.DataObject, ar
 @given(st.data(), transformer_archs, gpus, layouts(), st.floats(1e-6, 10.0))
 def test_the_data_parallel_exposure_is_exposed_phase_by_phase(data: st.DataObject, arch: ModelArch, gpu: Gpu,
                                                               layout: tuple[Layout, int], t_micro: float) -> None:
-    """_dp_exposed writes rates._exposed out (the hot path): the same float as _exposed over its phases."""
+    """_dp_exposed writes rates.exposed out (the hot path): the same float as exposed over its phases."""
     w = data.draw(training_workloads(arch))
     lay, n = layout
     p = _params(arch)
@@ -282,7 +282,7 @@ def test_the_data_parallel_exposure_is_exposed_phase_by_phase(data: st.DataObjec
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     want = 0.0
     for volume, window, times in phases:
-        want += times * _exposed(frac * volume / bw + hops, windows[window], SM.params.comm_overlap)
+        want += times * exposed(frac * volume / bw + hops, windows[window], SM.params.comm_overlap)
     assert _dp_exposed(work, rates, node, t_micro) == want
 
 

@@ -3,7 +3,7 @@ chunked, eager or compiled. Pure."""
 
 from __future__ import annotations
 
-from gpuplan.core.sizing.activations import Resolved, _compute_bytes
+from gpuplan.core.sizing.activations import Resolved, compute_bytes
 from gpuplan.core.sizing.stack import LM_HEADS, head_of
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Workload
@@ -11,12 +11,12 @@ from gpuplan.schema.project import Workload
 Head = tuple[bool, int, float, float, int, bool, bool]
 
 
-def _head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
+def head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
     """(has an LM head, tokens per sequence it sees, vocabulary per GPU, hidden width, bytes per element of its
     output, chunked loss, compiled)."""
     tokens_per_seq = r.target if arch.kind == "encoder-decoder" else r.seq
     lm = head_of(arch, w) in LM_HEADS  # classification heads (encoders, ViTs, CNNs) are tiny
-    return (lm, tokens_per_seq, arch.vocab_size / tp, arch.hidden_size, _compute_bytes(w), w.loss == "chunked",
+    return (lm, tokens_per_seq, arch.vocab_size / tp, arch.hidden_size, compute_bytes(w), w.loss == "chunked",
             bool(w.compile))
 
 
@@ -25,7 +25,7 @@ def _head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
 LOSS_CHUNKS = 8
 
 
-def _head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
+def head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
     """(saved, forward transient, backward transient) bytes of the final norm, LM head, logits and loss."""
     lm, tokens_per_seq, v, hidden, beta, chunked, compiled = head
     if not lm:

@@ -13,7 +13,7 @@ from gpuplan.schema.result import MemoryOut
 ALLOC_BLOCK = 512  # the CUDA caching allocator rounds every block to 512 bytes
 
 
-def _round(n: float) -> int:
+def round_block(n: float) -> int:
     return int(math.ceil(n / ALLOC_BLOCK) * ALLOC_BLOCK)
 
 
@@ -21,8 +21,8 @@ def _levels(phases: dict[str, dict[str, float]], kv: float, oh: Overheads, gpus:
             training: bool) -> tuple[dict[str, dict[str, int]], dict[str, int], str, int, int, int]:
     """(parts rounded to the allocator's blocks, each phase's total, the peak phase, the tensor peak, the
     reserve, the device total): plain arithmetic, shared by the estimate and the search."""
-    rounded = {name: {k: _round(v) for k, v in parts.items()} for name, parts in phases.items()}
-    kv_r = _round(kv)
+    rounded = {name: {k: round_block(v) for k, v in parts.items()} for name, parts in phases.items()}
+    kv_r = round_block(kv)
     totals = {name: sum(parts.values()) + kv_r for name, parts in rounded.items()}
     peak_phase = max(totals, key=lambda k: totals[k])
     parts = rounded[peak_phase]
@@ -31,11 +31,11 @@ def _levels(phases: dict[str, dict[str, float]], kv: float, oh: Overheads, gpus:
     # the caching allocator's reserve grows with what is allocated and freed in many sizes within a step
     # (activations, temporaries); weights, optimizer states, a preallocated KV cache and gradients (the same
     # sizes every step, so their blocks are reused) are not what fragments it
-    reserved, device = _reserve_and_device(peak, parts["activations"] + parts["other"], oh, gpus, lay, training)
+    reserved, device = reserve_and_device(peak, parts["activations"] + parts["other"], oh, gpus, lay, training)
     return rounded, totals, peak_phase, peak, reserved, device
 
 
-def _reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: Layout,
+def reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: Layout,
                         training: bool) -> tuple[int, int]:
     """The allocator's reserve above a tensor peak of which `churn` bytes are allocated and freed in many sizes
     within a step, and the device total with the CUDA context and NCCL's communicators."""
@@ -47,13 +47,13 @@ def _reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: La
     return reserved, reserved + oh.cuda_context_bytes + communicators * oh.nccl_bytes_per_communicator
 
 
-def _finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
+def finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
             notes: list[Note], kv: float, trainable: int) -> MemoryEstimate:
     rounded, totals, peak_phase, peak, reserved, device = _levels(phases, kv, oh, gpus, lay, training)
     parts = rounded[peak_phase]
     bd = MemoryBreakdown(
         weights_bytes=parts["weights"], gradients_bytes=parts["gradients"], optimizer_bytes=parts["optimizer"],
-        activations_bytes=parts["activations"], kv_cache_bytes=_round(kv), other_bytes=parts["other"],
+        activations_bytes=parts["activations"], kv_cache_bytes=round_block(kv), other_bytes=parts["other"],
     )
     names = {"weights_bytes": "weights", "gradients_bytes": "gradients", "optimizer_bytes": "optimizer states",
              "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries"}
@@ -77,3 +77,10 @@ def memory_out(m: MemoryEstimate, cap: int | None) -> MemoryOut:
                      device_bytes=m.device_bytes, peak_phase=m.peak_phase, phase_peaks_bytes=m.phase_peaks_bytes,
                      dominant=m.dominant, load_peak_bytes=m.load_peak_bytes, load_device_bytes=m.load_device_bytes,
                      fits=None if cap is None else top <= cap, headroom_bytes=None if cap is None else cap - top)
+
+
+#: the names engine_memory.py and serving_memory.py import, as they were spelled before these became public (to go once
+#: they read the public names)
+_finish, _reserve_and_device, _round = finish, reserve_and_device, round_block
+
+__all__ = ["ALLOC_BLOCK", "finish", "memory_out", "reserve_and_device", "round_block"]

@@ -19,7 +19,7 @@ Then the allocator's reserve and the CUDA context, cuBLAS and NCCL give the rese
 from __future__ import annotations
 
 from gpuplan.core.sizing.activations import activation_key, regime_of, resolve, saved_bytes_per_sample
-from gpuplan.core.sizing.levels import ALLOC_BLOCK, _reserve_and_device, memory_out
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, reserve_and_device, memory_out
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
 from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
@@ -48,7 +48,7 @@ def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gp
     else:
         m = estimate_training(arch, p, w, lay, gpus, table, oh, qlora, cache)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
-    device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+    device = reserve_and_device(load, 0, oh, gpus, lay, False)[1]
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
-    _base_efficiency,
-    _calibration_notes,
-    _span,
-    _stack_factor,
+    base_efficiency,
+    calibration_notes,
+    span,
+    stack_factor,
     host_link_gbs,
     link_gbs,
     matmul_efficiency,
@@ -70,7 +70,7 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
                           message=f"{gpu.name} has no bf16 tensor cores; timed as fp16 (bf16 runs far slower)"))
     assumptions = [
         f"matmul efficiency {st.eff:.0%} of the {st.peak / 1e12:,.0f} TFLOPS {precision_class(w.precision)} dense "
-        f"peak ({gen.id}: {_base_efficiency(gen, w.precision):.0%}"
+        f"peak ({gen.id}: {base_efficiency(gen, w.precision):.0%}"
         f" for large micro-batches, {gen.basis}; x the micro-batch penalty)",
         f"{work.micro} micro-batch(es) of {work.r.batch} x {work.tok_sample} tokens per GPU per step; {work.dp}-way "
         "data parallel",
@@ -83,7 +83,7 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
         assumptions.append(f"goodput {st.goodput:.0%}: restarts, evaluation and checkpoints on a run longer than "
                            f"{prm.goodput_threshold_hours:g} h")
     assumptions += _stack_assumptions(work, st, gpu, sm)
-    notes += _calibration_notes(gen)
+    notes += calibration_notes(gen)
     if w.optimizer_in_backward and work.micro > 1:
         notes.append(Note(code="optimizer-in-backward-accumulation", severity="warning",
                           message=f"optimizer_in_backward cannot accumulate gradients over the {work.micro} micro-batches "
@@ -95,10 +95,10 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
     if st.t_offload or st.t_cpu_opt:  # only when something is offloaded: plain runs keep their keys
         breakdown.update(offload=st.t_offload, cpu_optimizer=st.t_cpu_opt)
     time = TimeEstimate(
-        tokens_per_s=tps, tokens_per_s_range=_span(tps, sm, speed=True),
-        tokens_per_s_per_gpu=tps / work.gpus, step_seconds=st.step, step_seconds_range=_span(st.step, sm),
-        steps=st.steps, tokens=total_tokens, wall_hours=wall, wall_hours_range=None if wall is None else _span(wall, sm),
-        gpu_hours=gpu_hours, gpu_hours_range=None if gpu_hours is None else _span(gpu_hours, sm),
+        tokens_per_s=tps, tokens_per_s_range=span(tps, sm, speed=True),
+        tokens_per_s_per_gpu=tps / work.gpus, step_seconds=st.step, step_seconds_range=span(st.step, sm),
+        steps=st.steps, tokens=total_tokens, wall_hours=wall, wall_hours_range=None if wall is None else span(wall, sm),
+        gpu_hours=gpu_hours, gpu_hours_range=None if gpu_hours is None else span(gpu_hours, sm),
         goodput=st.goodput, mfu=st.mfu, efficiency=st.eff, step_breakdown_s=breakdown, assumptions=assumptions,
     )
     tf = work.tf
@@ -113,7 +113,7 @@ def _stack_assumptions(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel) -
     out = []
     if w.stack == "eager" and w.compile:
         out.append(f"torch.compile: the eager stack's x{prm.eager_step_factor:g} becomes "
-                   f"x{_stack_factor(w, prm):.2f} (compiled {prm.compile_speedup:g}x faster, torchtune)")
+                   f"x{stack_factor(w, prm):.2f} (compiled {prm.compile_speedup:g}x faster, torchtune)")
     if work.logit_bytes:
         out.append(f"chunked cross-entropy: {prm.logits_fp32_passes:g} passes over the fp32 logits saved")
     if work.fill != 1.0:

@@ -142,7 +142,7 @@ def layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: 
                    ) -> tuple[States, float, float, float, list[Note], tuple[tuple[int, ...], tuple[int, ...]]]:
     """What a layout's memory is made of whatever the recomputation: (the model states per GPU, the fixed
     temporaries (FSDP's gathered blocks, DDP's buckets), one layer's and the head's weight gradients, their notes,
-    and, rounded as `_round` rounds them, the weights and optimizer states plus each phase's gradients, with one
+    and, rounded as `round_block` rounds them, the weights and optimizer states plus each phase's gradients, with one
     micro-batch per step and with several)."""
     notes: list[Note] = []
     st = shard_states(base, w, lay, dp)

@@ -12,10 +12,10 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
     GB,
     WorkloadTerms,
-    _allreduce_s,
-    _base_efficiency,
-    _exposed,
-    _node_gpus,
+    allreduce_s,
+    base_efficiency,
+    exposed,
+    node_gpus,
     host_link_gbs,
     link_gbs,
     peak_flops,
@@ -178,13 +178,13 @@ def _offload_s(work: StepWork, gpu: Gpu, sm: SpeedModel, node: int, t_micro: flo
     shard = work.trainable / (work.tp * work.pp * (work.dp if lay.zero >= 1 else 1))
     grad_b = 2 if (w.precision == "bf16" or lay.zero >= 2) else 4
     ov = prm.offload_overlap
-    exposed = (_exposed(grad_b * shard / link, t_micro * 2 / 3, ov) + 2 * shard / link) * work.opt_steps
+    out = (exposed(grad_b * shard / link, t_micro * 2 / 3, ov) + 2 * shard / link) * work.opt_steps
     ranks_on_host = min(work.gpus, node)
     cpu_step = shard * ranks_on_host / prm.cpu_adam_params_per_s * work.opt_steps
     if lay.offload == "params":
         fetch = 2 * 2 * work.total_params / (work.tp * work.pp * work.dp) / link
-        exposed += work.micro * _exposed(fetch, t_micro, ov)
-    return exposed, cpu_step
+        out += work.micro * exposed(fetch, t_micro, ov)
+    return out, cpu_step
 
 
 class StepTime:
@@ -226,10 +226,10 @@ class GpuRates:
         self.gen = sm.generations[gpu.generation]
         self.peak = peak_flops(gpu, precision, tf32)
         self.bw = gpu.memory_bandwidth_gbs * GB * self.gen.bandwidth
-        self.node = _node_gpus(gpu)
+        self.node = node_gpus(gpu)
         self.links: dict[tuple[int, int], float] = {}
         #: matmul_efficiency's terms: the generation's efficiency at this precision, the half-efficiency tokens
-        self.base_eff = _base_efficiency(self.gen, precision)
+        self.base_eff = base_efficiency(self.gen, precision)
         prm = sm.params
         self.half_tokens = prm.matmul_half_tokens
         #: the speed model's constants step_time reads on every layout: the share of overlapped communication left
@@ -282,7 +282,7 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
     if work.act_offload_bytes:  # saved activations go to the host behind forward and come back behind backward
         t_copy = work.act_offload_bytes / (host_link_gbs(gpu, sm) * GB)
         ov = sm.params.offload_overlap
-        t_act = _exposed(t_copy, t_compute / 3, ov) + _exposed(t_copy, t_compute * 2 / 3, ov)
+        t_act = exposed(t_copy, t_compute / 3, ov) + exposed(t_copy, t_compute * 2 / 3, ov)
     t_micro = t_compute + t_act
 
     # --- once per step ----------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
     t_tp = 0.0
     if work.tp > 1:
         tp_bw = r.link(work.tp, node)
-        t_tp = work.tp_calls * _allreduce_s(work.tp_bytes, work.tp, tp_bw, r.latency)
+        t_tp = work.tp_calls * allreduce_s(work.tp_bytes, work.tp, tp_bw, r.latency)
         if work.tuned:  # tuned stacks pipeline the all-reduces with the GEMMs around them
             t_tp *= r.tp_keep
     bubble = (pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
@@ -353,7 +353,7 @@ def _dp_exposed(work: StepWork, rates: GpuRates, node: int, t_micro: float) -> f
     for volume, window, times in phases:
         t = frac * volume / dp_bw + hops
         # what does not fit in the window is exposed, and overlapping never hides all of it (contention):
-        # rates._exposed, written out
+        # rates.exposed, written out
         win = t_micro if window == 0 else (t_micro * 2 / 3 if window == 1 else t_micro / 3)
         late = t - win
         total += times * ((0.0 if late < 0.0 else late) + keep * (win if win < t else t))  # noqa: FURB136 (calls)

@@ -11,18 +11,18 @@ from collections.abc import Iterable
 
 from gpuplan.core.sizing.activations import (
     Resolved,
-    _coefficients,
-    _compute_bytes,
-    _dropout_mask_bytes_per_token,
-    _fit_max_seq,
-    _layers_tokens,
-    _per_token,
-    _residual_bytes,
+    coefficients,
+    compute_bytes,
+    dropout_mask_bytes_per_token,
+    fit_max_seq,
+    layers_tokens,
+    per_token,
+    residual_bytes,
     regime_of,
     resolve,
 )
-from gpuplan.core.sizing.head_memory import _head_bytes, _head_terms
-from gpuplan.core.sizing.levels import ALLOC_BLOCK, _finish, _reserve_and_device, _round
+from gpuplan.core.sizing.head_memory import head_bytes, head_terms
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, finish, reserve_and_device, round_block
 from gpuplan.core.sizing.params import ParamCount, cnn_feature_elements
 from gpuplan.core.sizing.stack import QloraImpl, fused_activation_saving, load_peak_bytes, qlora_impl, qlora_terms
 from gpuplan.core.sizing.states import States, layout_states, trainable_adapters, unsharded_states
@@ -42,13 +42,13 @@ def _groups(arch: ModelArch, w: Workload, r: Resolved, tp: int,
     rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
     eager, ckpt = w.attention == "eager", w.gradient_checkpointing
     groups = []
-    full_c = _coefficients(arch, w, False, table, notes)
-    for layers, seq in _layers_tokens(arch, r):
-        full = (_per_token(full_c, arch, seq, rank, tp, _fit_max_seq(arch, w, False))
-                + _dropout_mask_bytes_per_token(arch, seq, eager, _compute_bytes(w))
+    full_c = coefficients(arch, w, False, table, notes)
+    for layers, seq in layers_tokens(arch, r):
+        full = (per_token(full_c, arch, seq, rank, tp, fit_max_seq(arch, w, False))
+                + dropout_mask_bytes_per_token(arch, seq, eager, compute_bytes(w))
                 - fused_activation_saving(arch, w, tp))
-        kept = full if not ckpt else _per_token(_coefficients(arch, w, True, table, notes), arch, seq, rank, tp,
-                                                _fit_max_seq(arch, w, True))
+        kept = full if not ckpt else per_token(coefficients(arch, w, True, table, notes), arch, seq, rank, tp,
+                                                fit_max_seq(arch, w, True))
         groups.append((layers, seq, kept, full))
     return groups, notes
 
@@ -161,8 +161,8 @@ class TrainingTerms:
     def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:
         """What `estimate_training(...).load_device_bytes` is (loading the checkpoint; no micro-batch in it): the
         search's `fits` needs the larger of it and `device_bytes`."""
-        load = load_peak_bytes(arch, p, w, self.lay, _round(self.static["weights"]))
-        return _reserve_and_device(load, 0, oh, self.gpus, self.lay, False)[1]
+        load = load_peak_bytes(arch, p, w, self.lay, round_block(self.static["weights"]))
+        return reserve_and_device(load, 0, oh, self.gpus, self.lay, False)[1]
 
 
 def _per_tp(arch: ModelArch, p: ParamCount, w: Workload, r: Resolved, tp: int, table: ActivationTable,
@@ -183,12 +183,12 @@ def _per_tp(arch: ModelArch, p: ParamCount, w: Workload, r: Resolved, tp: int, t
         cnn_layers = arch.num_layers
     else:
         groups, notes = _groups(arch, w, r, tp, table)
-    head = _head_terms(arch, r, w, tp)
+    head = head_terms(arch, r, w, tp)
     offload = bool(w.activation_offload)
     compiled = COMPILE_SAVED_FRACTION if w.compile else 1.0
     retained, dequant = qlora_terms(arch, p, w, tp, qlora or qlora_impl(w))
     per_seq = _per_sequence(arch, cnn, cnn_per_sample, groups, head, r.seq, retained, offload, ckpt, compiled,
-                            _residual_bytes(w))
+                            residual_bytes(w))
     return cnn, r.seq, cnn_per_sample, cnn_layers, groups, notes, head, offload, compiled, retained, dequant, per_seq
 
 
@@ -209,7 +209,7 @@ def _per_sequence(arch: ModelArch, cnn: bool, cnn_per_sample: tuple[float, float
             kept *= compiled
         saved += layers * gseq * kept
         one = max(one, gseq * full * compiled)
-    head_saved, head_fwd, head_bwd = _head_bytes(head, 1)  # type: ignore[arg-type]
+    head_saved, head_fwd, head_bwd = head_bytes(head, 1)  # type: ignore[arg-type]
     embed = seq * arch.hidden_size * resid
     if cnn:  # the input images
         embed = arch.num_channels * seq * seq * resid
@@ -249,7 +249,7 @@ def estimate_training(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, 
     terms = TrainingTerms(arch, p, w, lay, gpus, table, cache, qlora)
     r = resolve(arch, w)
     phases = terms.phases(r.batch, _microbatches(w, r, terms.dp))
-    return _finish(phases, oh, gpus, lay, training=True, notes=list(terms.notes), kv=0.0, trainable=terms.trainable)
+    return finish(phases, oh, gpus, lay, training=True, notes=list(terms.notes), kv=0.0, trainable=terms.trainable)
 
 
 def _microbatches(w: Workload, r: Resolved, dp: int) -> int:
@@ -320,10 +320,10 @@ def _device_bytes(states: tuple[object, ...], per_tp: tuple[object, ...], amp: t
     saved, one, hs, hf, hb, emb, kept = per_tp[11]  # type: ignore[misc]
     amp_fwd, amp_bwd = amp
     b, ceil = ALLOC_BLOCK, math.ceil
-    # what does not grow with the micro-batch: the phases' temporaries, each rounded as `_round` rounds it
+    # what does not grow with the micro-batch: the phases' temporaries, each rounded as `round_block` rounds it
     o3, o4 = ceil((amp_bwd + fo + dq) / b) * b, ceil((fo + dq) / b) * b  # type: ignore[operator]
     o5 = ceil((st["optimizer_temp"] + fo) / b) * b  # type: ignore[index]
-    # _reserve_and_device, written out: the allocator's reserve and the CUDA context with the communicators
+    # reserve_and_device, written out: the allocator's reserve and the CUDA context with the communicators
     frac, rnd, cublas, context, nccl = alloc
     base = context + ((1 if gpus > 1 else 0) + (1 if tp > 1 else 0) + (1 if pp > 1 else 0)) * nccl
     out = []
