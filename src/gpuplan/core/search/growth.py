@@ -9,7 +9,9 @@ the view costs a few estimates per layout, whatever the size of the catalog. Pur
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from gpuplan.core.search.candidate import Pick
 from gpuplan.core.search.ranking import Listed
@@ -20,11 +22,14 @@ from gpuplan.schema.plan import GrowthRow
 GROWTH_FACTORS = (1.0, 1.5, 2.0)
 #: layouts per server shape whose grown memory is checked for min_gpus: those that need the least memory today
 LEANEST_PER_SHAPE = 2
+#: a configuration's memory per GPU, read without a Python call
+_BYTES = attrgetter("device_bytes")
 
 
 def leanest(configs: Sequence[Config]) -> list[Config]:
-    """The layouts of one server shape that need the least memory today (grown, they are the likeliest to fit)."""
-    return sorted(configs, key=lambda c: c.device_bytes)[:LEANEST_PER_SHAPE]
+    """The layouts of one server shape that need the least memory today (grown, they are the likeliest to fit): the
+    first of equals first (heapq.nsmallest is sorted()[:n], in one pass)."""
+    return heapq.nsmallest(LEANEST_PER_SHAPE, configs, key=_BYTES)
 
 
 def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usable: int,

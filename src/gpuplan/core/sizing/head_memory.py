@@ -3,21 +3,31 @@ chunked, eager or compiled. Pure."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from gpuplan.core.sizing.activations import Resolved, compute_bytes
 from gpuplan.core.sizing.stack import LM_HEADS, head_of
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Workload
 
-Head = tuple[bool, int, float, float, int, bool, bool]
+
+class Head(NamedTuple):
+    """What the LM head's memory is made of (`head_terms`)."""
+
+    lm: bool  # an LM head (classification heads, of encoders, ViTs, CNNs, are tiny)
+    tokens_per_seq: int  # the tokens it sees per sequence
+    vocab: float  # the vocabulary per GPU
+    hidden: int
+    beta: int  # bytes per element of its output
+    chunked: bool  # a chunked loss
+    compiled: bool
 
 
 def head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
-    """(has an LM head, tokens per sequence it sees, vocabulary per GPU, hidden width, bytes per element of its
-    output, chunked loss, compiled)."""
+    """The LM head's terms for `r`'s sequences on `tp`-way tensor parallel GPUs."""
     tokens_per_seq = r.target if arch.kind == "encoder-decoder" else r.seq
-    lm = head_of(arch, w) in LM_HEADS  # classification heads (encoders, ViTs, CNNs) are tiny
-    return (lm, tokens_per_seq, arch.vocab_size / tp, arch.hidden_size, compute_bytes(w), w.loss == "chunked",
-            bool(w.compile))
+    return Head(lm=head_of(arch, w) in LM_HEADS, tokens_per_seq=tokens_per_seq, vocab=arch.vocab_size / tp,
+                hidden=arch.hidden_size, beta=compute_bytes(w), chunked=w.loss == "chunked", compiled=bool(w.compile))
 
 
 #: chunked cross-entropy: the chunks a loss splits the logits into (torchtune CEWithChunkedOutputLoss num_output_chunks
@@ -44,4 +54,4 @@ def head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
     return saved, fwd, bwd
 
 
-__all__ = ["LOSS_CHUNKS", "Head"]
+__all__ = ["LOSS_CHUNKS", "Head", "head_bytes", "head_terms"]

@@ -5,6 +5,7 @@ context, cuBLAS and NCCL. Pure."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from gpuplan.schema.estimate import MemoryBreakdown, MemoryEstimate, Note, Overheads
 from gpuplan.schema.project import Layout
@@ -40,15 +41,36 @@ def reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: Lay
     """The allocator's reserve above a tensor peak of which `churn` bytes are allocated and freed in many sizes
     within a step, and the device total with the CUDA context and NCCL's communicators."""
     frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
-    rnd = oh.allocator_rounding_bytes
-    # cuBLAS's workspace comes from the caching allocator too (measured on an H200: benchmarks/device/)
-    reserved = int(math.ceil((peak + frac * churn + oh.cublas_workspace_bytes) / rnd) * rnd)
-    communicators = (1 if gpus > 1 else 0) + (1 if lay.tp > 1 else 0) + (1 if lay.pp > 1 else 0)
-    return reserved, reserved + oh.cuda_context_bytes + communicators * oh.nccl_bytes_per_communicator
+    reserved = reserved_bytes(peak, churn, frac, oh.allocator_rounding_bytes, oh.cublas_workspace_bytes)
+    return reserved, reserved + outside_bytes(oh.cuda_context_bytes, oh.nccl_bytes_per_communicator, gpus, lay.tp, lay.pp)
+
+
+def reserved_bytes(peak: int, churn: int, fraction: float, rounding: int, cublas: int) -> int:
+    """What the caching allocator reserves above a tensor peak of which `churn` bytes are allocated and freed in many
+    sizes within a step: `fraction` of the churn, cuBLAS's workspace (it comes from the caching allocator too,
+    measured on an H200: benchmarks/device/), in segments of `rounding` bytes."""
+    return reserved_bytes_of(((peak, churn),), fraction, rounding, cublas)[0]
+
+
+def reserved_bytes_of(peaks: Iterable[tuple[int, int]], fraction: float, rounding: int, cublas: int,
+                      outside: int = 0) -> list[int]:
+    """`reserved_bytes` of each (tensor peak, churn), the overheads read once (a search's layout has many), plus
+    `outside` (`outside_bytes`: the device total)."""
+    ceil = math.ceil
+    return [int(ceil((peak + fraction * churn + cublas) / rounding) * rounding) + outside for peak, churn in peaks]
+
+
+def outside_bytes(context: int, per_communicator: int, gpus: int, tp: int, pp: int) -> int:
+    """What a GPU holds outside the caching allocator: the CUDA context and NCCL's communicators (one per process
+    group: data, tensor and pipeline parallel)."""
+    communicators = (1 if gpus > 1 else 0) + (1 if tp > 1 else 0) + (1 if pp > 1 else 0)
+    return context + communicators * per_communicator
 
 
 def finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: Layout, *, training: bool,
-            notes: list[Note], kv: float, trainable: int) -> MemoryEstimate:
+           notes: list[Note], kv: float, trainable: int, load: tuple[int, int] = (0, 0)) -> MemoryEstimate:
+    """The estimate of a step's `phases`: its levels, the peak phase's breakdown; `load`: the tensor peak and the
+    device total of loading the checkpoint, when the caller knows them (else 0)."""
     rounded, totals, peak_phase, peak, reserved, device = _levels(phases, kv, oh, gpus, lay, training)
     parts = rounded[peak_phase]
     bd = MemoryBreakdown(
@@ -66,7 +88,7 @@ def finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: L
         dominant=dominant, gpus=gpus,
         layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "dp": max(gpus // (lay.tp * lay.pp), 1),
                 "offload": lay.offload},
-        notes=notes,
+        notes=notes, load_peak_bytes=load[0], load_device_bytes=load[1],
     )
 
 
@@ -83,4 +105,5 @@ def memory_out(m: MemoryEstimate, cap: int | None) -> MemoryOut:
 #: they read the public names)
 _finish, _reserve_and_device, _round = finish, reserve_and_device, round_block
 
-__all__ = ["ALLOC_BLOCK", "finish", "memory_out", "reserve_and_device", "round_block"]
+__all__ = ["ALLOC_BLOCK", "finish", "memory_out", "outside_bytes", "reserve_and_device", "reserved_bytes",
+           "reserved_bytes_of", "round_block"]

@@ -24,13 +24,7 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
 from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
 from gpuplan.core.sizing.states import adafactor_state_elements
-from gpuplan.core.sizing.training_memory import (
-    PHASES,
-    TrainingTerms,
-    alloc_terms,
-    estimate_training,
-    layout_device_bytes,
-)
+from gpuplan.core.sizing.training_memory import PHASES, MemoryCache, estimate_training, layout_memory
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -38,15 +32,15 @@ from gpuplan.schema.project import Layout, Workload
 
 def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
                     table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None,
-                    cache: dict[tuple[object, ...], object] | None = None) -> MemoryEstimate:
+                    cache: MemoryCache | dict[tuple[object, ...], object] | None = None) -> MemoryEstimate:
     """Peak memory per GPU of `w` on `gpus` GPUs laid out as `lay`, and of loading its checkpoint. `qlora`: the
     4-bit implementation when it is not `w.framework`'s (e.g. an old bitsandbytes, stack.qlora_impl); `cache`:
-    a training estimate's shared terms (TrainingTerms: the search passes its own)."""
+    the parts of the training layouts estimated so far (the search passes its MemoryCache; a plain dict, what
+    candidate.Context holds by default, keeps nothing)."""
     check_stack(arch, w)
-    if w.task == "inference":
-        m = estimate_inference(arch, p, w, lay, gpus, oh)
-    else:
-        m = estimate_training(arch, p, w, lay, gpus, table, oh, qlora, cache)
+    if w.task != "inference":
+        return estimate_training(arch, p, w, lay, gpus, table, oh, qlora, cache if isinstance(cache, MemoryCache) else None)
+    m = estimate_inference(arch, p, w, lay, gpus, oh)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
     device = reserve_and_device(load, 0, oh, gpus, lay, False)[1]
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
@@ -59,15 +53,14 @@ __all__ = [
     "PHASES",
     "WEIGHT_BYTES",
     "QloraImpl",
-    "TrainingTerms",
+    "MemoryCache",
     "activation_key",
     "adafactor_state_elements",
-    "alloc_terms",
     "estimate_inference",
     "estimate_memory",
     "estimate_training",
     "kv_cache_bytes",
-    "layout_device_bytes",
+    "layout_memory",
     "load_peak_bytes",
     "memory_out",
     "regime_of",

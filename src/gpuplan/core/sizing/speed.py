@@ -39,7 +39,8 @@ from gpuplan.core.sizing.rates import (
     tokens_per_sample,
 )
 from gpuplan.core.sizing.serving import estimate_inference_speed
-from gpuplan.core.sizing.step import StepTime, StepWork, step_time
+from gpuplan.core.sizing.step import StepWork
+from gpuplan.core.sizing.step_time import StepTime, step_time
 from gpuplan.schema.estimate import ActivationTable, Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -63,7 +64,7 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
 def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel,
                           total_tokens: float | None) -> SpeedResult:
     """The SpeedResult of a timed step: figures with their ranges, the step's breakdown, assumptions and notes."""
-    prm, w, gen = sm.params, work.w, sm.generations[gpu.generation]
+    prm, w, gen = sm.params, work.workload, sm.generations[gpu.generation]
     notes: list[Note] = []
     if w.precision.startswith("bf16") and not gpu.tflops.bf16:
         notes.append(Note(code="no-bf16", severity="warning",
@@ -72,7 +73,7 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
         f"matmul efficiency {st.eff:.0%} of the {st.peak / 1e12:,.0f} TFLOPS {precision_class(w.precision)} dense "
         f"peak ({gen.id}: {base_efficiency(gen, w.precision):.0%}"
         f" for large micro-batches, {gen.basis}; x the micro-batch penalty)",
-        f"{work.micro} micro-batch(es) of {work.r.batch} x {work.tok_sample} tokens per GPU per step; {work.dp}-way "
+        f"{work.micro} micro-batch(es) of {work.batch} x {work.tok_sample} tokens per GPU per step; {work.dp}-way "
         "data parallel",
         f"plain eager PyTorch + transformers: x{prm.eager_step_factor:g} the tuned step (measured on an H200)"
         if w.stack == "eager" else
@@ -101,7 +102,7 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
         gpu_hours=gpu_hours, gpu_hours_range=None if gpu_hours is None else span(gpu_hours, sm),
         goodput=st.goodput, mfu=st.mfu, efficiency=st.eff, step_breakdown_s=breakdown, assumptions=assumptions,
     )
-    tf = work.tf
+    tf = work.flops
     compute = ComputeOut(flops_per_token=tf.model_per_token, hardware_flops_per_token=tf.hardware_per_token,
                          flops_total=tf.model_per_token * total_tokens if total_tokens is not None else None)
     return SpeedResult(compute=compute, time=time, notes=notes)
@@ -109,7 +110,7 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
 
 def _stack_assumptions(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel) -> list[str]:
     """What the stack features and offload add to the step, in words."""
-    w, lay, prm = work.w, work.lay, sm.params
+    w, lay, prm = work.workload, work.layout, sm.params
     out = []
     if w.stack == "eager" and w.compile:
         out.append(f"torch.compile: the eager stack's x{prm.eager_step_factor:g} becomes "

@@ -1,0 +1,216 @@
+"""The memory kernel of a training step: what one layout holds on each GPU at each moment of a step, for any
+micro-batch, from the terms that do not grow with the micro-batch (computed once per layout from the parts
+core/sizing/training_memory.py computes and caches, rounded to the allocator's blocks where the estimate rounds them);
+the micro-batch's activations are linear in it, so they are kept as bytes per sequence.
+
+One formula: `step_peaks` computes each phase of a step (the estimate's breakdown, which levels.finish turns into its
+levels) and the step's tensor peak, for all the micro-batches of a layout at once; `device_bytes_of` adds the
+allocator's reserve and what lies outside it (levels.reserved_bytes_of, levels.outside_bytes), for any number of
+peaks at once (the search asks it of every micro-batch of every layout). `LayoutMemory` keeps a layout's parts for
+the estimate. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from math import ceil
+from typing import NamedTuple
+
+from gpuplan.core.sizing.head_memory import Head
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, outside_bytes, reserve_and_device, reserved_bytes_of
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.stack import load_peak_bytes
+from gpuplan.core.sizing.states import LayoutStates
+from gpuplan.schema.estimate import Note, Overheads
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import Layout, Workload
+
+#: the moments of a training step whose memory is compared for the peak, in the order the first of equals wins
+PHASES = ("forward", "backward", "backward-layers", "backward-end", "optimizer")
+
+
+class Allocator(NamedTuple):
+    """What a training step's device bytes take of the overheads (a search reads them once)."""
+
+    fraction: float  # the allocator's reserve, as a fraction of what churns
+    rounding: int  # its segments
+    cublas: int  # cuBLAS's workspace
+    context: int  # the CUDA context
+    nccl: int  # one NCCL communicator
+
+    @classmethod
+    def of(cls, oh: Overheads) -> Allocator:
+        return cls(oh.allocator_fraction_training, oh.allocator_rounding_bytes, oh.cublas_workspace_bytes,
+                   oh.cuda_context_bytes, oh.nccl_bytes_per_communicator)
+
+
+class LayerGroup(NamedTuple):
+    """Layers alike (an encoder-decoder has two groups): how many, their tokens per sequence, the bytes per token
+    one of them saves for backward and holds in full."""
+
+    layers: float
+    seq: int
+    kept: float
+    full: float
+
+
+class PerSequence(NamedTuple):
+    """What each sequence of the micro-batch adds, in bytes."""
+
+    saved: float  # saved by the layers, before 1F1B's share in flight
+    one_layer: float  # the largest layer in full
+    head_saved: float
+    head_forward: float
+    head_backward: float
+    embed: float  # the embedding's output (a CNN's input images)
+    retained: float  # what an old bitsandbytes keeps
+
+
+class TpTerms(NamedTuple):
+    """What a training step's activation memory is made of for one tensor-parallel degree and recomputation choice,
+    whatever the rest of the layout (training_memory.tp_terms)."""
+
+    cnn: bool
+    seq: int  # tokens per sequence (a CNN's image size)
+    cnn_per_sample: tuple[float, float]  # a CNN's bytes per element and elements per sample
+    cnn_layers: int
+    groups: list[LayerGroup]
+    notes: list[Note]  # of the activation coefficients used
+    head: Head
+    offload: bool  # activation offloading
+    compiled: float  # torch.compile's saved fraction (1: not compiled)
+    retained: float  # the bitsandbytes terms: bytes per token an old bitsandbytes keeps, ...
+    dequant: float  # ... and the dequantized weights alive during a 4-bit matmul
+    per_seq: PerSequence
+
+
+class AmpCasts(NamedTuple):
+    """Autocast's 16-bit copies of fp32 weights alive in forward and in backward."""
+
+    forward: float
+    backward: float
+
+
+class PhaseBytes(NamedTuple):
+    """What a phase of a step holds besides the weights and optimizer states, each rounded to the allocator's
+    blocks."""
+
+    gradients: int
+    activations: int
+    other: int
+
+
+def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckpt: bool,
+               batches: Iterable[tuple[int, int]], phases: list[tuple[PhaseBytes, ...]] | None = None,
+               out: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """The tensor peak per GPU of a layout's step (its parts: `states`, `terms`, `amp`; `pp` pipeline stages,
+    recomputation or not) for each (micro-batch, micro-batches per step) of `batches`, and what of it is allocated
+    and freed within the step: the largest of the PHASES of the step, the first of equals. The one formula of a
+    training step's memory (`device_bytes_of` adds the allocator's reserve and what lies outside it): with `phases`,
+    each one's `PhaseBytes` are appended to it (the estimate's breakdown). A function of the parts, not a method: the
+    search calls it once per layout it makes, for all its micro-batches, appending to its `out`."""
+    b, ceil_ = ALLOC_BLOCK, ceil  # each part rounded to the allocator's blocks (levels.round_block, written out)
+    saved, one, hs, hf, hb, emb, kept = terms.per_seq
+    cnn, cnn_layers, dq = terms.cnn, terms.cnn_layers, terms.dequant
+    amp_fwd, amp_bwd = amp
+    fo, fixed, one_mb, accumulating = states.fixed_other, states.weights + states.optimizer, states.gradients_one, \
+        states.gradients_accumulating
+    # the temporaries that do not grow with the micro-batch
+    o3, o4 = ceil_((amp_bwd + fo + dq) / b) * b, ceil_((fo + dq) / b) * b
+    o5 = ceil_((states.states.optimizer_temp + fo) / b) * b
+    peaks = [] if out is None else out
+    for batch, microbatches in batches:
+        g0, g1, g2, g3, g4 = one_mb if microbatches == 1 else accumulating
+        in_flight = 1.0 if pp == 1 else min(pp, microbatches) / pp  # 1F1B: the first stage holds pp micro-batches
+        saved_layer = batch * in_flight * saved  # bytes saved over all layers
+        # the largest single layer's activations (recomputed during backward with checkpointing)
+        one_layer = saved_layer / cnn_layers if cnn else batch * one
+        head_saved, embed = batch * hs, batch * emb
+        activations = saved_layer + head_saved + embed + batch * kept
+        a12 = ceil_(activations / b) * b  # forward, and backward through the loss
+        a3 = ceil_((activations - head_saved + (one_layer if ckpt else 0.0)) / b) * b  # the top layer's backward
+        a4 = ceil_((embed + one_layer) / b) * b  # the first layer's backward
+        # the temporaries: autocast's weight copies, the logits and their fp32 copies in forward, their fp32
+        # gradients at the loss
+        o1 = ceil_((amp_fwd + batch * hf + fo + dq) / b) * b
+        o2 = ceil_((amp_bwd + batch * hb + fo + dq) / b) * b
+        if phases is not None:
+            phases.append((PhaseBytes(g0, a12, o1), PhaseBytes(g1, a12, o2), PhaseBytes(g2, a3, o3),
+                           PhaseBytes(g3, a4, o4), PhaseBytes(g4, 0, o5)))
+        # the first phase with the largest total, and what churns in it (PHASES' order)
+        top, churn = g0 + a12 + o1, a12 + o1
+        total = g1 + a12 + o2
+        if total > top:
+            top, churn = total, a12 + o2
+        total = g2 + a3 + o3
+        if total > top:
+            top, churn = total, a3 + o3
+        total = g3 + a4 + o4
+        if total > top:
+            top, churn = total, a4 + o4
+        total = g4 + o5
+        if total > top:
+            top, churn = total, o5
+        peaks.append((fixed + top, churn))
+    return peaks
+
+
+def device_bytes_of(peaks: Iterable[tuple[int, int]], alloc: Allocator, gpus: int, tp: int, pp: int) -> list[int]:
+    """The device bytes per GPU of each (tensor peak, churn) of `step_peaks` on `gpus` GPUs with `tp`-way tensor and
+    `pp`-way pipeline parallelism: the allocator's reserve, the CUDA context and the communicators (levels)."""
+    return reserved_bytes_of(peaks, alloc.fraction, alloc.rounding, alloc.cublas,
+                             outside_bytes(alloc.context, alloc.nccl, gpus, tp, pp))
+
+
+class LayoutMemory:
+    """One layout's step memory per GPU (a layout, GPU count and recomputation choice, for one model and workload):
+    its parts, and `device_bytes_of` over them."""
+
+    __slots__ = ("alloc", "amp", "ckpt", "gpus", "lay", "states", "terms")
+
+    def __init__(self, states: LayoutStates, terms: TpTerms, amp: AmpCasts, lay: Layout, gpus: int, ckpt: bool,
+                 alloc: Allocator) -> None:
+        self.states, self.terms, self.amp, self.lay, self.gpus, self.ckpt = states, terms, amp, lay, gpus, ckpt
+        self.alloc = alloc
+
+    @property
+    def notes(self) -> list[Note]:
+        """The notes of the activation coefficients used, then the states'."""
+        return self.terms.notes + self.states.notes
+
+    @property
+    def trainable(self) -> int:
+        return self.states.states.trainable
+
+    def device_bytes_of(self, batches: Iterable[tuple[int, int]],
+                        phases: list[tuple[PhaseBytes, ...]] | None = None) -> list[int]:
+        """The device bytes per GPU of each (micro-batch, micro-batches per step) of `batches` (`step_peaks`,
+        `device_bytes_of`); with `phases`, each one's `PhaseBytes` are appended to it."""
+        lay = self.lay
+        return device_bytes_of(step_peaks(self.states, self.terms, self.amp, lay.pp, self.ckpt, batches, phases),
+                               self.alloc, self.gpus, lay.tp, lay.pp)
+
+    def device_bytes(self, batch: int, microbatches: int) -> int:
+        """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built."""
+        return self.device_bytes_of(((batch, microbatches),))[0]
+
+    def phase_bytes(self, batch: int, microbatches: int) -> tuple[PhaseBytes, ...]:
+        """Each of PHASES' gradients, activations and temporaries for `batch` sequences per micro-batch and
+        `microbatches` micro-batches per optimizer step (the weights and optimizer states are the same in all)."""
+        out: list[tuple[PhaseBytes, ...]] = []
+        self.device_bytes_of(((batch, microbatches),), out)
+        return out[0]
+
+    def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
+        """Bytes by part at each of PHASES (levels.finish's input)."""
+        s = self.states
+        return {name: {"weights": s.weights, "optimizer": s.optimizer, "gradients": g, "activations": a, "other": o}
+                for name, (g, a, o) in zip(PHASES, self.phase_bytes(batch, microbatches))}
+
+    def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:
+        """What `estimate_memory(...).load_device_bytes` is (loading the checkpoint; no micro-batch in it)."""
+        return reserve_and_device(load_peak_bytes(arch, p, w, self.lay, self.states.weights), 0, oh, self.gpus,
+                                  self.lay, False)[1]
+
+
+__all__ = ["PHASES", "Allocator", "AmpCasts", "LayerGroup", "LayoutMemory", "PerSequence", "PhaseBytes", "TpTerms",
+           "device_bytes_of", "step_peaks"]
