@@ -21,7 +21,7 @@ from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.rates import GB, exposed
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, matmul_efficiency
 from gpuplan.core.sizing.step import StepWork, WorkCache
-from gpuplan.core.sizing.step_time import GpuRates, StepTime, dp_exposed, step_time
+from gpuplan.core.sizing.step_time import GpuRates, dp_exposed, step_time
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload

@@ -8,8 +8,8 @@ import pytest
 
 from gpuplan.catalog.config_reader import head_from_architectures
 from gpuplan.catalog.loader import load_activation_table, load_overheads, resolve_model
-from gpuplan.core.sizing.levels import memory_out
 from gpuplan.core.sizing.layout_memory import Allocator
+from gpuplan.core.sizing.levels import memory_out
 from gpuplan.core.sizing.memory import estimate_memory, layout_memory
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.stack import (

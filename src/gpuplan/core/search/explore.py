@@ -171,7 +171,7 @@ class _Search:
         """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size;
         serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
         if self.space is not None:  # a training step's memory is the GPU's own: `usable` does not enter
-            return self.space.grown_bytes(c, factor)
+            return c.grown if c.grown is not None and factor == 1.0 else self.space.grown_bytes(c, factor)
         key = (c.key, factor, usable)
         if key not in self.grown_dev:
             a, pa = self.grown_model(factor)
@@ -239,6 +239,7 @@ class _Search:
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
         work: object = None
+        result: object
         if self.training:
             metric, c, work, result = self.time_training(grown_ok, gpu, ps)
         else:
@@ -281,8 +282,7 @@ class _Search:
         return "deadline" if len(self.rejected) > before and self.rejected[-1].code == "deadline" else "other"
 
     def reject(self, gpu: Gpu, ps: int, servers: int, code: str, reason: str) -> None:
-        self.rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code,  # type: ignore[arg-type]
-                                      reason=reason))
+        self.rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code, reason=reason))
         self.rejected_gpus.add(gpu.id)
 
     # ------------------------------------------------------------------------------------------ one GPU type

@@ -56,8 +56,8 @@ class Config:
     group: LayoutGroup | None = field(default=None, repr=False)
     #: training: the step's work, once the search times the configuration (core/sizing/step.StepWork)
     work: StepWork | None = field(default=None, repr=False)
-    #: training: its peak bytes per GPU after the planned growth, by the model's factor, once the search asks
-    grown: dict[float, int] | None = field(default=None, repr=False)
+    #: training: its peak bytes per GPU after the planned growth, once the search asks (core/search/training.py)
+    grown: int | None = field(default=None, repr=False)
     _workload: Workload | None = field(default=None, repr=False)
 
     @property
@@ -91,8 +91,9 @@ class LayoutGroup:
     layout: Layout
     #: the search's workload with this recomputation choice
     workload: Workload
-    #: the memory kernel of the grown model, by the model's factor, once asked (core/search/training.py)
-    grown: dict[float, LayoutMemory] | None = None
+    #: by the model's factor, once asked (core/search/training.py): the memory kernel of the layout with the model
+    #: grown, and the peak bytes per GPU of its micro-batches asked so far
+    grown: dict[float, tuple[LayoutMemory, dict[int, int]]] | None = None
 
 
 def pow2_upto(n: int) -> list[int]:

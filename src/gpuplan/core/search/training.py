@@ -149,24 +149,30 @@ class TrainingSpace:
 
     def grown_bytes(self, c: Config, factor: float) -> int:
         """Peak bytes per GPU of `c` after the planned growth, with the model `factor` times the planned size."""
-        if factor == 1.0 and not self.grows:
-            return c.device_bytes  # nothing grows: the layout's own memory
-        grown = c.grown
+        if factor == 1.0:
+            if not self.grows:
+                return c.device_bytes  # nothing grows: the layout's own memory
+            if c.grown is not None:
+                return c.grown
+        group = c.group
+        assert group is not None, "a training configuration"
+        grown = group.grown
         if grown is None:
-            grown = c.grown = {}
-        hit = grown.get(factor)
+            grown = group.grown = {}
+        at = grown.get(factor)
+        if at is None:
+            at = grown[factor] = (self._grown_layout(group, factor), {})
+        mem, by_batch = at
+        hit = by_batch.get(c.batch)
         if hit is None:
-            group = c.group
-            assert group is not None, "a training configuration"
-            if group.grown is None:
-                group.grown = {}
-            mem = group.grown.get(factor)
-            if mem is None:
-                mem = group.grown[factor] = self._grown_layout(group, factor)
-            hit = grown[factor] = mem.device_bytes(c.batch, c.microbatches)
+            hit = by_batch[c.batch] = mem.device_bytes(c.batch, c.microbatches)
+        if factor == 1.0:
+            c.grown = hit
         return hit
 
     def _grown_layout(self, group: LayoutGroup, factor: float) -> LayoutMemory:
+        """The memory kernel of `group`'s layout with the model `factor` times the planned growth, and the planned
+        growth of the context."""
         ckpt = group.workload.gradient_checkpointing
         gw = self.grown_workloads.get(ckpt)  # every layout's workload is the search's
         if gw is None:

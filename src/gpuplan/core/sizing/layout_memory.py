@@ -165,12 +165,13 @@ class LayoutMemory:
     """One layout's step memory per GPU (a layout, GPU count and recomputation choice, for one model and workload):
     its parts, and `device_bytes_of` over them."""
 
-    __slots__ = ("alloc", "amp", "ckpt", "gpus", "lay", "states", "terms")
+    __slots__ = ("alloc", "amp", "ckpt", "gpus", "lay", "outside", "states", "terms")
 
     def __init__(self, states: LayoutStates, terms: TpTerms, amp: AmpCasts, lay: Layout, gpus: int, ckpt: bool,
                  alloc: Allocator) -> None:
         self.states, self.terms, self.amp, self.lay, self.gpus, self.ckpt = states, terms, amp, lay, gpus, ckpt
         self.alloc = alloc
+        self.outside = outside_bytes(alloc.context, alloc.nccl, gpus, lay.tp, lay.pp)
 
     @property
     def notes(self) -> list[Note]:
@@ -185,9 +186,9 @@ class LayoutMemory:
                         phases: list[tuple[PhaseBytes, ...]] | None = None) -> list[int]:
         """The device bytes per GPU of each (micro-batch, micro-batches per step) of `batches` (`step_peaks`,
         `device_bytes_of`); with `phases`, each one's `PhaseBytes` are appended to it."""
-        lay = self.lay
-        return device_bytes_of(step_peaks(self.states, self.terms, self.amp, lay.pp, self.ckpt, batches, phases),
-                               self.alloc, self.gpus, lay.tp, lay.pp)
+        a = self.alloc
+        return reserved_bytes_of(step_peaks(self.states, self.terms, self.amp, self.lay.pp, self.ckpt, batches, phases),
+                                 a.fraction, a.rounding, a.cublas, self.outside)
 
     def device_bytes(self, batch: int, microbatches: int) -> int:
         """What `estimate_training(...).device_bytes` is for this micro-batch, with no result objects built."""

@@ -42,7 +42,8 @@ def reserve_and_device(peak: int, churn: int, oh: Overheads, gpus: int, lay: Lay
     within a step, and the device total with the CUDA context and NCCL's communicators."""
     frac = oh.allocator_fraction_training if training else oh.allocator_fraction_inference
     reserved = reserved_bytes(peak, churn, frac, oh.allocator_rounding_bytes, oh.cublas_workspace_bytes)
-    return reserved, reserved + outside_bytes(oh.cuda_context_bytes, oh.nccl_bytes_per_communicator, gpus, lay.tp, lay.pp)
+    outside = outside_bytes(oh.cuda_context_bytes, oh.nccl_bytes_per_communicator, gpus, lay.tp, lay.pp)
+    return reserved, reserved + outside
 
 
 def reserved_bytes(peak: int, churn: int, fraction: float, rounding: int, cublas: int) -> int:

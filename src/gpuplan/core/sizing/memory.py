@@ -19,7 +19,7 @@ Then the allocator's reserve and the CUDA context, cuBLAS and NCCL give the rese
 from __future__ import annotations
 
 from gpuplan.core.sizing.activations import activation_key, regime_of, resolve, saved_bytes_per_sample
-from gpuplan.core.sizing.levels import ALLOC_BLOCK, reserve_and_device, memory_out
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, memory_out, reserve_and_device
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
 from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
@@ -39,7 +39,8 @@ def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gp
     candidate.Context holds by default, keeps nothing)."""
     check_stack(arch, w)
     if w.task != "inference":
-        return estimate_training(arch, p, w, lay, gpus, table, oh, qlora, cache if isinstance(cache, MemoryCache) else None)
+        return estimate_training(arch, p, w, lay, gpus, table, oh, qlora,
+                                 cache if isinstance(cache, MemoryCache) else None)
     m = estimate_inference(arch, p, w, lay, gpus, oh)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
     device = reserve_and_device(load, 0, oh, gpus, lay, False)[1]
@@ -52,8 +53,8 @@ __all__ = [
     "NF4_BYTES_PER_PARAM",
     "PHASES",
     "WEIGHT_BYTES",
-    "QloraImpl",
     "MemoryCache",
+    "QloraImpl",
     "activation_key",
     "adafactor_state_elements",
     "estimate_inference",

@@ -29,13 +29,13 @@ from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
     base_efficiency,
     calibration_notes,
-    span,
-    stack_factor,
     host_link_gbs,
     link_gbs,
     matmul_efficiency,
     peak_flops,
     precision_class,
+    span,
+    stack_factor,
     tokens_per_sample,
 )
 from gpuplan.core.sizing.serving import estimate_inference_speed

@@ -16,7 +16,6 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 
 
-
 class States(NamedTuple):
     """The model states of a training step, in bytes (`unsharded_states`: the whole model; `shard_states`: per GPU)."""
 
@@ -65,12 +64,11 @@ def unsharded_states(arch: ModelArch, p: ParamCount, w: Workload, adapters: int 
     4-bit base is held (stack.qlora_impl)."""
     total = p.total
     lora = w.task in ("lora", "qlora")
-    trainable: int
+    trainable = total
     if lora:
-        trainable = adapters if adapters is not None else trainable_adapters(arch, w)
-        assert trainable is not None
-    else:
-        trainable = total
+        counted = adapters if adapters is not None else trainable_adapters(arch, w)
+        assert counted is not None
+        trainable = counted
     impl = qlora or qlora_impl(w)
     head_w = arch.vocab_size * arch.hidden_size
     # LitGPT's model keeps an LM head of its own beside a tied embedding (frozen, so only LoRA/QLoRA change)
@@ -208,5 +206,5 @@ def layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: 
                         ceil(st.optimizer / b) * b, one, accumulating)
 
 
-__all__ = ["DDP_BUCKETS_NOTE", "LayoutStates", "PhaseGradients", "States", "adafactor_state_elements", "layout_states", "shard_states",
-           "trainable_adapters", "unsharded_states"]
+__all__ = ["DDP_BUCKETS_NOTE", "LayoutStates", "PhaseGradients", "States", "adafactor_state_elements", "layout_states",
+           "shard_states", "trainable_adapters", "unsharded_states"]
