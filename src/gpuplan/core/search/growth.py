@@ -9,7 +9,6 @@ the view costs a few estimates per layout, whatever the size of the catalog. Pur
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import NamedTuple
@@ -28,9 +27,8 @@ _BYTES = attrgetter("device_bytes")
 
 
 def leanest(configs: Sequence[Config]) -> list[Config]:
-    """The layouts of one server shape that need the least memory today (grown, they are the likeliest to fit): the
-    first of equals first (heapq.nsmallest is sorted()[:n], in one pass)."""
-    return heapq.nsmallest(LEANEST_PER_SHAPE, configs, key=_BYTES)
+    """The layouts of one server shape that need the least memory today (grown, they are the likeliest to fit)."""
+    return sorted(configs, key=_BYTES)[:LEANEST_PER_SHAPE]
 
 
 def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usable: int,

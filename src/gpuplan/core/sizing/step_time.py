@@ -4,7 +4,7 @@ a `StepWork` on it (`timed`: plain arithmetic, no result objects; core/sizing/sp
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuplan.core.sizing.rates import (
     GB,
@@ -22,8 +22,7 @@ from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.speed import SpeedModel
 
 
-@dataclass(slots=True)
-class StepTime:
+class StepTime(NamedTuple):
     """A training step of a `StepWork` on one GPU type: its parts (s), throughput and, given the run's tokens, the
     wall time and GPU-hours."""
 
@@ -76,11 +75,16 @@ class GpuRates:
         self.offload_overlap = prm.offload_overlap
         self.goodput_hours, self.goodput_long = prm.goodput_threshold_hours, prm.goodput_long_run
 
-    def link(self, group: int, node: int) -> float:
-        """link_gbs(gpu, sm, group, node), memoised."""
+    def links_at(self, node: int) -> dict[int, float]:
+        """The link bandwidths memoised for nodes of `node` GPUs, by collective group (`link` fills them)."""
         by_group = self.links.get(node)
         if by_group is None:
             by_group = self.links[node] = {}
+        return by_group
+
+    def link(self, group: int, node: int) -> float:
+        """link_gbs(gpu, sm, group, node), memoised."""
+        by_group = self.links_at(node)
         hit = by_group.get(group)
         if hit is None:
             hit = by_group[group] = link_gbs(self.gpu, self.sm, group, node)
@@ -125,7 +129,8 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
     t_dp_exposed = dp_exposed(work, r, node, t_compute) if work.dp > 1 else 0.0
     t_tp = 0.0
     if work.tp > 1:
-        t_tp = work.tp_calls * allreduce_s(work.tp_bytes, work.tp, r.link(work.tp, node), r.latency)
+        tp_bw = r.links_at(node).get(work.tp) or r.link(work.tp, node)  # the memo read inline: once per layout
+        t_tp = work.tp_calls * allreduce_s(work.tp_bytes, work.tp, tp_bw, r.latency)
         if work.tuned:  # tuned stacks pipeline the all-reduces with the GEMMs around them
             t_tp *= r.tp_keep
     bubble = (work.pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
@@ -170,7 +175,8 @@ def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float) -> float:
     dp = work.dp
     if dp <= 1:
         return 0.0
-    dp_bw = r.link(work.gpus if work.gpus > node else dp, node) * GB
+    group = work.gpus if work.gpus > node else dp
+    dp_bw = (r.links_at(node).get(group) or r.link(group, node)) * GB  # the memo read inline: once per layout
     share, hops, phases = work.dp_traffic
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     total = 0.0
