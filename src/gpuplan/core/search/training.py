@@ -141,9 +141,10 @@ class TrainingSpace:
             for ckpt, t, amp in zip(ckpts, terms, amps):
                 step_peaks(states, t, amp, pp, ckpt, steps, None, peaks)
                 made.append((lay, ckpt, order_key(ckpt, tp * pp, zero)))
-        devices = iter(device_bytes_of(peaks, self.alloc, n, tp, pp))
-        out = [Config(n, lay, self.w, ckpt, mbs, mbs * dp * k, next(devices), order - mbs, k, group)
+        out = [Config(n, lay, self.w, ckpt, mbs, mbs * dp * k, 0, order - mbs, k, group)
                for lay, ckpt, order in made for group in (LayoutGroup(n, lay, workloads[ckpt]),) for mbs, k in steps]
+        for c, device in zip(out, device_bytes_of(peaks, self.alloc, n, tp, pp)):
+            c.device_bytes = device
         self.computed += len(out)
         return out
 

@@ -109,14 +109,14 @@ def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckp
     each one's `PhaseBytes` are appended to it (the estimate's breakdown). A function of the parts, not a method: the
     search calls it once per layout it makes, for all its micro-batches, appending to its `out`."""
     b, ceil_ = ALLOC_BLOCK, ceil  # each part rounded to the allocator's blocks (levels.round_block, written out)
-    saved, one, hs, hf, hb, emb, kept = terms.per_seq
-    cnn, cnn_layers, dq = terms.cnn, terms.cnn_layers, terms.dequant
+    # the parts unpacked by position (CPython 3.11 reads a NamedTuple's fields by name slower)
+    cnn, _, _, cnn_layers, _, _, _, _, _, _, dq, (saved, one, hs, hf, hb, emb, kept) = terms
+    st, fo, _, _, _, weights, optimizer, one_mb, accumulating = states
     amp_fwd, amp_bwd = amp
-    fo, fixed, one_mb, accumulating = states.fixed_other, states.weights + states.optimizer, states.gradients_one, \
-        states.gradients_accumulating
+    fixed = weights + optimizer
     # the temporaries that do not grow with the micro-batch
     o3, o4 = ceil_((amp_bwd + fo + dq) / b) * b, ceil_((fo + dq) / b) * b
-    o5 = ceil_((states.states.optimizer_temp + fo) / b) * b
+    o5 = ceil_((st.optimizer_temp + fo) / b) * b
     peaks = [] if out is None else out
     for batch, microbatches in batches:
         g0, g1, g2, g3, g4 = one_mb if microbatches == 1 else accumulating

@@ -57,8 +57,8 @@ def reserved_bytes_of(peaks: Iterable[tuple[int, int]], fraction: float, roundin
                       outside: int = 0) -> list[int]:
     """`reserved_bytes` of each (tensor peak, churn), the overheads read once (a search's layout has many), plus
     `outside` (`outside_bytes`: the device total)."""
-    ceil = math.ceil
-    return [int(ceil((peak + fraction * churn + cublas) / rounding) * rounding) + outside for peak, churn in peaks]
+    ceil = math.ceil  # an int (no int() call: it is one per configuration of a search)
+    return [ceil((peak + fraction * churn + cublas) / rounding) * rounding + outside for peak, churn in peaks]
 
 
 def outside_bytes(context: int, per_communicator: int, gpus: int, tp: int, pp: int) -> int:

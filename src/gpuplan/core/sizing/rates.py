@@ -4,6 +4,7 @@ collective times, calibration spans. Pure functions over the GPU row and data/sp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from gpuplan.core.sizing.lora import block_linears
@@ -94,7 +95,18 @@ def intranode_gbs(gpu: Gpu, sm: SpeedModel, group: int) -> float:
 def exposed(t: float, window: float, overlap: float) -> float:
     """What a transfer of `t` seconds leaves exposed beside `window` seconds of compute it can overlap with:
     all that does not fit, and (1 - overlap) of what does (contention)."""
-    return max(t - window, 0.0) + (1 - overlap) * min(t, window)
+    return exposed_of(((t, window, 1),), overlap)
+
+
+def exposed_of(transfers: Iterable[tuple[float, float, int]], overlap: float) -> float:
+    """What transfers of (seconds, the seconds of compute each can overlap with, how many times) leave exposed in
+    all: `exposed` of each, times its count, summed in order (the collectives of a step, in one call)."""
+    keep = 1 - overlap
+    total = 0.0
+    for t, window, times in transfers:
+        late = t - window
+        total += times * ((late if late > 0.0 else 0.0) + keep * (t if t < window else window))
+    return total
 
 
 def host_link_gbs(gpu: Gpu, sm: SpeedModel) -> float:
@@ -213,5 +225,5 @@ def tokens_per_sample(arch: ModelArch, w: Workload) -> int:
 _base_efficiency, _calibration_notes, _node_gpus, _span = base_efficiency, calibration_notes, node_gpus, span
 
 __all__ = ["GB", "WorkloadTerms", "allreduce_s", "base_efficiency", "calibration_notes", "efficiency_at", "exposed",
-           "host_link_gbs", "link_gbs", "matmul_efficiency", "node_gpus", "peak_flops", "precision_class", "span",
-           "stack_factor", "tokens_per_sample", "workload_terms"]
+           "exposed_of", "host_link_gbs", "link_gbs", "matmul_efficiency", "node_gpus", "peak_flops", "precision_class",
+           "span", "stack_factor", "tokens_per_sample", "workload_terms"]

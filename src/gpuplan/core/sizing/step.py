@@ -100,7 +100,7 @@ class StepWork:
         the micro-batch and the sequences per step when not `w`'s (the search's configurations change them alone,
         and `w.gradient_checkpointing`, of the search's workload)."""
         c = WorkCache() if cache is None else cache
-        sample = c.sample_work(arch, p, w, sm)
+        sample = c.sample if c.sample is not None else c.sample_work(arch, p, w, sm)
         k, fwd = sample.terms, sample.forward
         self.workload, self.layout, self.gpus = w, lay, gpus
         batch = self.batch = w.micro_batch_size if micro_batch is None else micro_batch
@@ -108,7 +108,7 @@ class StepWork:
         tp, pp = self.tp, self.pp = lay.tp, lay.pp
         dp = self.dp = max(gpus // (tp * pp), 1)
         ckpt = self.ckpt = w.gradient_checkpointing
-        tf = self.flops = c.training_flops(ckpt)
+        tf = self.flops = c.training.get(ckpt) or c.training_flops(ckpt)
         tok_sample = self.tok_sample = fwd.tokens
         micro = self.micro = max((gbs or batch * dp) // (batch * dp), 1)
         mb_tokens = self.mb_tokens = batch * tok_sample
@@ -116,7 +116,7 @@ class StepWork:
         self.mm_tokens = mb_tokens if not k.cnn else batch * 196
         self.attn_share = attn_share = fwd.attention_forward / fwd.forward if fwd.forward else 0.0
         hw_flops = self.hw_flops = tf.hardware_per_token * mb_tokens / (tp * pp)
-        saved = self.saved = c.saved_per_sample(arch, w, table, tp) * batch / pp
+        saved = self.saved = (c.saved.get(tp) or c.saved_per_sample(arch, w, table, tp)) * batch / pp
         self.fp8 = k.fp8
         layers = self.layers = k.layers / pp
         kernels = self.kernels = layers * k.kernels_per_layer + k.lora_linears / pp * k.kernels_per_lora

@@ -4,7 +4,7 @@ a `StepWork` on it (`timed`: plain arithmetic, no result objects; core/sizing/sp
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from gpuplan.core.sizing.rates import (
     GB,
@@ -12,6 +12,7 @@ from gpuplan.core.sizing.rates import (
     base_efficiency,
     efficiency_at,
     exposed,
+    exposed_of,
     host_link_gbs,
     link_gbs,
     node_gpus,
@@ -22,9 +23,11 @@ from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.speed import SpeedModel
 
 
-class StepTime(NamedTuple):
+@dataclass(slots=True, init=False)
+class StepTime:
     """A training step of a `StepWork` on one GPU type: its parts (s), throughput and, given the run's tokens, the
-    wall time and GPU-hours."""
+    wall time and GPU-hours. Slots, filled by `timed` (no __init__ call per timing: CPython 3.11 reads and writes a
+    slot faster than a NamedTuple's field or a keyword argument)."""
 
     peak: float  # dense FLOP/s at the precision
     eff: float  # the matmuls' share of it
@@ -51,7 +54,7 @@ class GpuRates:
     GPU): the generation's efficiencies, the dense peak, the memory and host-link bandwidths, the speed model's
     constants, the link bandwidths by collective group in nodes of each size (memoised)."""
 
-    __slots__ = ("base_eff", "bw", "comm_overlap", "gen", "goodput_hours", "goodput_long", "gpu", "half_tokens",
+    __slots__ = ("base_eff", "bw", "comm_overlap", "effs", "gen", "goodput_hours", "goodput_long", "gpu", "half_tokens",
                  "host_bw", "latency", "links", "node", "offload_overlap", "peak", "sm", "tp_keep")
 
     def __init__(self, gpu: Gpu, sm: SpeedModel, precision: str, tf32: bool) -> None:
@@ -63,6 +66,9 @@ class GpuRates:
         self.node = node_gpus(gpu)
         #: link_gbs by GPUs per node, then by collective group
         self.links: dict[int, dict[int, float]] = {}
+        #: matmul efficiency by the micro-batch's tokens per GPU (rates.efficiency_at, memoised: a search's layouts
+        #: have a few token counts)
+        self.effs: dict[int, float] = {}
         #: matmul_efficiency's terms: the generation's efficiency at this precision, the half-efficiency tokens
         self.base_eff = base_efficiency(self.gen, precision)
         prm = sm.params
@@ -75,19 +81,21 @@ class GpuRates:
         self.offload_overlap = prm.offload_overlap
         self.goodput_hours, self.goodput_long = prm.goodput_threshold_hours, prm.goodput_long_run
 
-    def links_at(self, node: int) -> dict[int, float]:
-        """The link bandwidths memoised for nodes of `node` GPUs, by collective group (`link` fills them)."""
+    def link(self, group: int, node: int) -> float:
+        """link_gbs(gpu, sm, group, node), memoised (`timed` reads the memo first)."""
         by_group = self.links.get(node)
         if by_group is None:
             by_group = self.links[node] = {}
-        return by_group
-
-    def link(self, group: int, node: int) -> float:
-        """link_gbs(gpu, sm, group, node), memoised."""
-        by_group = self.links_at(node)
         hit = by_group.get(group)
         if hit is None:
             hit = by_group[group] = link_gbs(self.gpu, self.sm, group, node)
+        return hit
+
+    def efficiency(self, tokens: int) -> float:
+        """matmul_efficiency at `tokens` tokens per GPU, memoised (`timed` reads the memo first)."""
+        hit = self.effs.get(tokens)
+        if hit is None:
+            hit = self.effs[tokens] = efficiency_at(self.base_eff, tokens, self.half_tokens)
         return hit
 
 
@@ -103,7 +111,7 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
     layout it keeps through this)."""
     # --- one micro-batch on one GPU --------------------------------------------------------------------
     peak = r.peak
-    eff = efficiency_at(r.base_eff, work.mm_tokens, r.half_tokens)
+    eff = r.effs.get(work.mm_tokens) or r.efficiency(work.mm_tokens)  # the memo read inline
     pe = peak * eff
     t_matmul = work.mm_dense / pe + work.mm_attn / (pe * work.attention_factor)
     bw = r.bw
@@ -126,10 +134,11 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
     t_opt = 0.0
     if not work.offloaded:  # offloaded, the optimizer steps on the host (_offload_s); launches: a for-loop's
         t_opt = (work.opt_bytes / bw + work.opt_launches) * work.opt_factor
-    t_dp_exposed = dp_exposed(work, r, node, t_compute) if work.dp > 1 else 0.0
+    links = r.links.get(node)  # link_gbs memoised, read inline
+    t_dp_exposed = dp_exposed(work, r, node, t_compute, links) if work.dp > 1 else 0.0
     t_tp = 0.0
     if work.tp > 1:
-        tp_bw = r.links_at(node).get(work.tp) or r.link(work.tp, node)  # the memo read inline: once per layout
+        tp_bw = (links.get(work.tp) if links is not None else None) or r.link(work.tp, node)
         t_tp = work.tp_calls * allreduce_s(work.tp_bytes, work.tp, tp_bw, r.latency)
         if work.tuned:  # tuned stacks pipeline the all-reduces with the GEMMs around them
             t_tp *= r.tp_keep
@@ -137,18 +146,24 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
     t_zero_off, t_cpu = _offload_s(work, r, node, t_compute) if work.offloaded else (0.0, 0.0)
     micro = work.micro
     step = micro * t_micro + t_opt + t_dp_exposed + t_tp + bubble + t_zero_off + t_cpu
-    tokens_per_s = work.step_tokens / step
-    mfu = work.model_per_token * tokens_per_s / (work.gpus * peak)
-    steps = wall = gpu_hours = None
-    goodput = 1.0
-    if total_tokens is not None:
-        steps = max(math.ceil(total_tokens / work.step_tokens), 1)
-        compute_hours = steps * step / 3600
-        goodput = r.goodput_long if compute_hours > r.goodput_hours else 1.0
-        wall = compute_hours / goodput
-        gpu_hours = wall * work.gpus
-    return StepTime(peak, eff, t_matmul, t_elem, t_launch, t_dequant, t_opt, t_dp_exposed + t_tp, bubble,
-                    micro * t_act + t_zero_off, t_cpu, step, tokens_per_s, mfu, goodput, steps, wall, gpu_hours)
+    out = StepTime()
+    out.peak, out.eff, out.t_matmul, out.t_elem, out.t_launch, out.t_dequant = peak, eff, t_matmul, t_elem, t_launch, \
+        t_dequant
+    out.t_opt, out.t_comm, out.bubble, out.t_offload, out.t_cpu_opt = t_opt, t_dp_exposed + t_tp, bubble, \
+        micro * t_act + t_zero_off, t_cpu
+    out.step = step
+    out.tokens_per_s = tokens_per_s = work.step_tokens / step
+    out.mfu = work.model_per_token * tokens_per_s / (work.gpus * peak)
+    if total_tokens is None:
+        out.steps = out.wall = out.gpu_hours = None
+        out.goodput = 1.0
+        return out
+    steps = out.steps = max(math.ceil(total_tokens / work.step_tokens), 1)
+    compute_hours = steps * step / 3600
+    goodput = out.goodput = r.goodput_long if compute_hours > r.goodput_hours else 1.0
+    wall = out.wall = compute_hours / goodput
+    out.gpu_hours = wall * work.gpus
+    return out
 
 
 def _offload_s(work: StepWork, r: GpuRates, node: int, t_micro: float) -> tuple[float, float]:
@@ -169,20 +184,22 @@ def _offload_s(work: StepWork, r: GpuRates, node: int, t_micro: float) -> tuple[
     return out, cpu_step
 
 
-def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float) -> float:
+def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float,
+               links: dict[int, float] | None = None) -> float:
     """Data-parallel communication left exposed per step: what each GPU sends ((n-1)/n of the volume in ring
-    collectives) beyond what hides behind the compute it overlaps with (rates.exposed, phase by phase)."""
+    collectives) beyond what hides behind the compute it overlaps with (rates.exposed_of, over the step's
+    collectives). `links`: `r`'s memo of link bandwidths in nodes of `node` GPUs, when the caller read it."""
     dp = work.dp
     if dp <= 1:
         return 0.0
     group = work.gpus if work.gpus > node else dp
-    dp_bw = (r.links_at(node).get(group) or r.link(group, node)) * GB  # the memo read inline: once per layout
+    dp_bw = ((links.get(group) if links is not None else None) or r.link(group, node)) * GB
     share, hops, phases = work.dp_traffic
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
-    total = 0.0
+    transfers = []  # a loop, not a comprehension (a frame of its own in CPython 3.11)
     for volume, window, times in phases:
-        total += times * exposed(share * volume / dp_bw + hops, windows[window], r.comm_overlap)
-    return total
+        transfers.append((share * volume / dp_bw + hops, windows[window], times))
+    return exposed_of(transfers, r.comm_overlap)
 
 
 __all__ = ["GpuRates", "StepTime", "dp_exposed", "step_time", "timed"]
