@@ -284,12 +284,12 @@ def test_the_data_parallel_exposure_is_exposed_phase_by_phase(data: st.DataObjec
     assume(work.dp > 1)
     rates = GpuRates(gpu, SM, w.precision, w.tf32)
     node = min(n, rates.node)
-    frac, hops, phases = work.dp_traffic
+    frac, hops, phases = work.dp_traffic.share, work.dp_traffic.hops, work.dp_traffic.phases
     bw = rates.link(work.gpus if work.gpus > node else work.dp, node) * GB
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     want = 0.0
-    for volume, window, times in phases:
-        want += times * exposed(frac * volume / bw + hops, windows[window], SM.params.comm_overlap)
+    for phase in phases:
+        want += phase.times * exposed(frac * phase.volume / bw + hops, windows[phase.window], SM.params.comm_overlap)
     assert dp_exposed(work, rates, node, t_micro) == want
 
 

@@ -36,14 +36,17 @@ class FamilyKey(NamedTuple):
     pp: int
 
 
-class Timed(NamedTuple):
+class Timed:
     """The fastest configuration of a few on one GPU type: wall hours (hours per billion tokens without a token
     count), the configuration, its work and its step."""
 
-    metric: float
-    config: Config
-    work: StepWork
-    step: StepTime
+    __slots__ = ("config", "metric", "step", "work")
+
+    def __init__(self, metric: float, config: Config, work: StepWork, step: StepTime) -> None:
+        self.metric = metric
+        self.config = config
+        self.work = work
+        self.step = step
 
 
 class GrownModel(NamedTuple):
@@ -206,7 +209,7 @@ class TrainingSpace:
             if best is None or metric < best[0]:
                 best = (metric, c, work, st)
         assert best is not None
-        return Timed(*best)
+        return Timed(best[0], best[1], best[2], best[3])
 
 
 __all__ = ["FamilyKey", "GrownModel", "GrownModels", "Timed", "TrainingSpace"]

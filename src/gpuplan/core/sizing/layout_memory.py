@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from math import ceil
-from typing import NamedTuple
 
 from gpuplan.core.sizing.head_memory import Head
 from gpuplan.core.sizing.levels import ALLOC_BLOCK, outside_bytes, reserve_and_device, reserved_bytes_of
@@ -28,14 +27,17 @@ from gpuplan.schema.project import Layout, Workload
 PHASES = ("forward", "backward", "backward-layers", "backward-end", "optimizer")
 
 
-class Allocator(NamedTuple):
+class Allocator:
     """What a training step's device bytes take of the overheads (a search reads them once)."""
 
-    fraction: float  # the allocator's reserve, as a fraction of what churns
-    rounding: int  # its segments
-    cublas: int  # cuBLAS's workspace
-    context: int  # the CUDA context
-    nccl: int  # one NCCL communicator
+    __slots__ = ("context", "cublas", "fraction", "nccl", "rounding")
+
+    def __init__(self, fraction: float, rounding: int, cublas: int, context: int, nccl: int) -> None:
+        self.fraction = fraction  # the allocator's reserve, as a fraction of what churns
+        self.rounding = rounding  # its segments
+        self.cublas = cublas  # cuBLAS's workspace
+        self.context = context  # the CUDA context
+        self.nccl = nccl  # one NCCL communicator
 
     @classmethod
     def of(cls, oh: Overheads) -> Allocator:
@@ -43,60 +45,79 @@ class Allocator(NamedTuple):
                    oh.cuda_context_bytes, oh.nccl_bytes_per_communicator)
 
 
-class LayerGroup(NamedTuple):
+class LayerGroup:
     """Layers alike (an encoder-decoder has two groups): how many, their tokens per sequence, the bytes per token
     one of them saves for backward and holds in full."""
 
-    layers: float
-    seq: int
-    kept: float
-    full: float
+    __slots__ = ("full", "kept", "layers", "seq")
+
+    def __init__(self, layers: float, seq: int, kept: float, full: float) -> None:
+        self.layers = layers
+        self.seq = seq
+        self.kept = kept
+        self.full = full
 
 
-class PerSequence(NamedTuple):
+class PerSequence:
     """What each sequence of the micro-batch adds, in bytes."""
 
-    saved: float  # saved by the layers, before 1F1B's share in flight
-    one_layer: float  # the largest layer in full
-    head_saved: float
-    head_forward: float
-    head_backward: float
-    embed: float  # the embedding's output (a CNN's input images)
-    retained: float  # what an old bitsandbytes keeps
+    __slots__ = ("embed", "head_backward", "head_forward", "head_saved", "one_layer", "retained", "saved")
+
+    def __init__(self, saved: float, one_layer: float, head_saved: float, head_forward: float, head_backward: float,
+                 embed: float, retained: float) -> None:
+        self.saved = saved  # saved by the layers, before 1F1B's share in flight
+        self.one_layer = one_layer  # the largest layer in full
+        self.head_saved = head_saved
+        self.head_forward = head_forward
+        self.head_backward = head_backward
+        self.embed = embed  # the embedding's output (a CNN's input images)
+        self.retained = retained  # what an old bitsandbytes keeps
 
 
-class TpTerms(NamedTuple):
+class TpTerms:
     """What a training step's activation memory is made of for one tensor-parallel degree and recomputation choice,
     whatever the rest of the layout (training_memory.tp_terms)."""
 
-    cnn: bool
-    seq: int  # tokens per sequence (a CNN's image size)
-    cnn_per_sample: tuple[float, float]  # a CNN's bytes per element and elements per sample
-    cnn_layers: int
-    groups: list[LayerGroup]
-    notes: list[Note]  # of the activation coefficients used
-    head: Head
-    offload: bool  # activation offloading
-    compiled: float  # torch.compile's saved fraction (1: not compiled)
-    retained: float  # the bitsandbytes terms: bytes per token an old bitsandbytes keeps, ...
-    dequant: float  # ... and the dequantized weights alive during a 4-bit matmul
-    per_seq: PerSequence
+    __slots__ = ("cnn", "cnn_layers", "cnn_per_sample", "compiled", "dequant", "groups", "head", "notes", "offload",
+                 "per_seq", "retained", "seq")
+
+    def __init__(self, cnn: bool, seq: int, cnn_per_sample: tuple[float, float], cnn_layers: int,
+                 groups: list[LayerGroup], notes: list[Note], head: Head, offload: bool, compiled: float,
+                 retained: float, dequant: float, per_seq: PerSequence) -> None:
+        self.cnn = cnn
+        self.seq = seq  # tokens per sequence (a CNN's image size)
+        self.cnn_per_sample = cnn_per_sample  # a CNN's bytes per element and elements per sample
+        self.cnn_layers = cnn_layers
+        self.groups = groups
+        self.notes = notes  # of the activation coefficients used
+        self.head = head
+        self.offload = offload  # activation offloading
+        self.compiled = compiled  # torch.compile's saved fraction (1: not compiled)
+        self.retained = retained  # the bitsandbytes terms: bytes per token an old bitsandbytes keeps, ...
+        self.dequant = dequant  # ... and the dequantized weights alive during a 4-bit matmul
+        self.per_seq = per_seq
 
 
-class AmpCasts(NamedTuple):
+class AmpCasts:
     """Autocast's 16-bit copies of fp32 weights alive in forward and in backward."""
 
-    forward: float
-    backward: float
+    __slots__ = ("backward", "forward")
+
+    def __init__(self, forward: float, backward: float) -> None:
+        self.forward = forward
+        self.backward = backward
 
 
-class PhaseBytes(NamedTuple):
+class PhaseBytes:
     """What a phase of a step holds besides the weights and optimizer states, each rounded to the allocator's
     blocks."""
 
-    gradients: int
-    activations: int
-    other: int
+    __slots__ = ("activations", "gradients", "other")
+
+    def __init__(self, gradients: int, activations: int, other: int) -> None:
+        self.gradients = gradients
+        self.activations = activations
+        self.other = other
 
 
 def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckpt: bool,
@@ -109,11 +130,12 @@ def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckp
     each one's `PhaseBytes` are appended to it (the estimate's breakdown). A function of the parts, not a method: the
     search calls it once per layout it makes, for all its micro-batches, appending to its `out`."""
     b, ceil_ = ALLOC_BLOCK, ceil  # each part rounded to the allocator's blocks (levels.round_block, written out)
-    # the parts unpacked by position (CPython 3.11 reads a NamedTuple's fields by name slower)
-    cnn, _, _, cnn_layers, _, _, _, _, _, _, dq, (saved, one, hs, hf, hb, emb, kept) = terms
-    st, fo, _, _, _, weights, optimizer, one_mb, accumulating = states
-    amp_fwd, amp_bwd = amp
-    fixed = weights + optimizer
+    cnn, cnn_layers, dq, ps = terms.cnn, terms.cnn_layers, terms.dequant, terms.per_seq
+    saved, one, hs, hf, hb, emb, kept = ps.saved, ps.one_layer, ps.head_saved, ps.head_forward, ps.head_backward, \
+        ps.embed, ps.retained
+    st, fo, one_mb, accumulating = states.states, states.fixed_other, states.gradients_one, states.gradients_accumulating
+    amp_fwd, amp_bwd = amp.forward, amp.backward
+    fixed = states.weights + states.optimizer
     # the temporaries that do not grow with the micro-batch
     o3, o4 = ceil_((amp_bwd + fo + dq) / b) * b, ceil_((fo + dq) / b) * b
     o5 = ceil_((st.optimizer_temp + fo) / b) * b
@@ -204,8 +226,9 @@ class LayoutMemory:
     def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
         """Bytes by part at each of PHASES (levels.finish's input)."""
         s = self.states
-        return {name: {"weights": s.weights, "optimizer": s.optimizer, "gradients": g, "activations": a, "other": o}
-                for name, (g, a, o) in zip(PHASES, self.phase_bytes(batch, microbatches))}
+        return {name: {"weights": s.weights, "optimizer": s.optimizer, "gradients": b.gradients,
+                       "activations": b.activations, "other": b.other}
+                for name, b in zip(PHASES, self.phase_bytes(batch, microbatches))}
 
     def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:
         """What `estimate_memory(...).load_device_bytes` is (loading the checkpoint; no micro-batch in it)."""

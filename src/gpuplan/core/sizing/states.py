@@ -5,7 +5,6 @@ pipeline parallel degrees, ZeRO stage and CPU offload (`shard_states`). Pure."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from gpuplan.core.sizing.levels import ALLOC_BLOCK
 from gpuplan.core.sizing.lora import lora_params
@@ -16,16 +15,20 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 
 
-class States(NamedTuple):
+class States:
     """The model states of a training step, in bytes (`unsharded_states`: the whole model; `shard_states`: per GPU)."""
 
-    weights: float
-    gradients: float  # what is alive at once (one parameter's, when the optimizer steps in backward)
-    optimizer: float
-    optimizer_temp: float  # the optimizer step's temporaries
-    trainable: int  # parameters
-    accumulated: float  # what gradient accumulation keeps between micro-batches
-    paged: float = 0.0  # paged 8-bit AdamW's states, outside the peak
+    __slots__ = ("accumulated", "gradients", "optimizer", "optimizer_temp", "paged", "trainable", "weights")
+
+    def __init__(self, weights: float, gradients: float, optimizer: float, optimizer_temp: float, trainable: int,
+                 accumulated: float, paged: float = 0.0) -> None:
+        self.weights = weights
+        self.gradients = gradients  # what is alive at once (one parameter's, when the optimizer steps in backward)
+        self.optimizer = optimizer
+        self.optimizer_temp = optimizer_temp  # the optimizer step's temporaries
+        self.trainable = trainable  # parameters
+        self.accumulated = accumulated  # what gradient accumulation keeps between micro-batches
+        self.paged = paged  # paged 8-bit AdamW's states, outside the peak
 
 
 #: a phase's gradient bytes at each of the PHASES of a step (core/sizing/layout_memory.py), rounded to the
@@ -33,20 +36,26 @@ class States(NamedTuple):
 PhaseGradients = tuple[int, int, int, int, int]
 
 
-class LayoutStates(NamedTuple):
+class LayoutStates:
     """What a layout's memory is made of whatever the recomputation (`layout_states`)."""
 
-    states: States  # per GPU
-    fixed_other: float  # FSDP's gathered blocks, DDP's buckets
-    layer_grad: float  # one layer's weight gradients
-    head_grad: float  # the LM head's
-    notes: list[Note]
-    #: the weights and the optimizer states, each rounded to the allocator's blocks
-    weights: int
-    optimizer: int
-    #: each phase's gradients, rounded, with one micro-batch per step and with gradient accumulation
-    gradients_one: PhaseGradients
-    gradients_accumulating: PhaseGradients
+    __slots__ = ("fixed_other", "gradients_accumulating", "gradients_one", "head_grad", "layer_grad", "notes",
+                 "optimizer", "states", "weights")
+
+    def __init__(self, states: States, fixed_other: float, layer_grad: float, head_grad: float, notes: list[Note],
+                 weights: int, optimizer: int, gradients_one: PhaseGradients,
+                 gradients_accumulating: PhaseGradients) -> None:
+        self.states = states  # per GPU
+        self.fixed_other = fixed_other  # FSDP's gathered blocks, DDP's buckets
+        self.layer_grad = layer_grad  # one layer's weight gradients
+        self.head_grad = head_grad  # the LM head's
+        self.notes = notes
+        #: the weights and the optimizer states, each rounded to the allocator's blocks
+        self.weights = weights
+        self.optimizer = optimizer
+        #: each phase's gradients, rounded, with one micro-batch per step and with gradient accumulation
+        self.gradients_one = gradients_one
+        self.gradients_accumulating = gradients_accumulating
 
 
 def trainable_adapters(arch: ModelArch, w: Workload) -> int | None:

@@ -5,7 +5,6 @@ and describes the model. Pure."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from gpuplan.core.sizing.activations import resolve, saved_bytes_per_sample
 from gpuplan.core.sizing.flops import Flops, TrainingFlops, forward_flops, training_flops
@@ -17,12 +16,15 @@ from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.speed import SpeedModel, SpeedParams
 
 
-class SampleWork(NamedTuple):
+class SampleWork:
     """What a step's work is made of for one sample, whatever the layout, micro-batch and recomputation."""
 
-    terms: WorkloadTerms
-    seq: int
-    forward: Flops
+    __slots__ = ("forward", "seq", "terms")
+
+    def __init__(self, terms: WorkloadTerms, seq: int, forward: Flops) -> None:
+        self.terms = terms
+        self.seq = seq
+        self.forward = forward
 
 
 class WorkCache:
@@ -60,22 +62,28 @@ class WorkCache:
         return hit
 
 
-class DpPhase(NamedTuple):
+class DpPhase:
     """One data-parallel collective of a step: the bytes each GPU sends, the compute it hides behind (0: the whole
     micro-batch, 1: its backward (2/3), 2: its forward (1/3)) and how many per step."""
 
-    volume: float
-    window: int
-    times: int
+    __slots__ = ("times", "volume", "window")
+
+    def __init__(self, volume: float, window: int, times: int) -> None:
+        self.volume = volume
+        self.window = window
+        self.times = times
 
 
-class DpTraffic(NamedTuple):
+class DpTraffic:
     """A layout's data-parallel traffic, whatever the GPU: the share of the volume each GPU sends in ring collectives
     ((n-1)/n), the hops' latency, the collectives."""
 
-    share: float
-    hops: float
-    phases: tuple[DpPhase, ...]
+    __slots__ = ("hops", "phases", "share")
+
+    def __init__(self, share: float, hops: float, phases: tuple[DpPhase, ...]) -> None:
+        self.share = share
+        self.hops = hops
+        self.phases = phases
 
 
 NO_DP_TRAFFIC = DpTraffic(0.0, 0.0, ())

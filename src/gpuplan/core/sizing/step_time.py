@@ -4,7 +4,6 @@ a `StepWork` on it (`timed`: plain arithmetic, no result objects; core/sizing/sp
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from gpuplan.core.sizing.rates import (
     GB,
@@ -23,11 +22,14 @@ from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.speed import SpeedModel
 
 
-@dataclass(slots=True, init=False)
 class StepTime:
     """A training step of a `StepWork` on one GPU type: its parts (s), throughput and, given the run's tokens, the
     wall time and GPU-hours. Slots, filled by `timed` (no __init__ call per timing: CPython 3.11 reads and writes a
-    slot faster than a NamedTuple's field or a keyword argument)."""
+    slot faster than a NamedTuple's field or a keyword argument; a plain class, made at import faster than a
+    dataclass)."""
+
+    __slots__ = ("bubble", "eff", "goodput", "gpu_hours", "mfu", "peak", "step", "steps", "t_comm", "t_cpu_opt",
+                 "t_dequant", "t_elem", "t_launch", "t_matmul", "t_offload", "t_opt", "tokens_per_s", "wall")
 
     peak: float  # dense FLOP/s at the precision
     eff: float  # the matmuls' share of it
@@ -47,6 +49,9 @@ class StepTime:
     steps: int | None  # None: no token count
     wall: float | None  # hours
     gpu_hours: float | None
+
+    def __eq__(self, other: object) -> bool:  # by value (and so not hashable), as a dataclass
+        return isinstance(other, StepTime) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
 
 class GpuRates:
@@ -194,11 +199,12 @@ def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float,
         return 0.0
     group = work.gpus if work.gpus > node else dp
     dp_bw = ((links.get(group) if links is not None else None) or r.link(group, node)) * GB
-    share, hops, phases = work.dp_traffic
+    traffic = work.dp_traffic
+    share, hops = traffic.share, traffic.hops
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     transfers = []  # a loop, not a comprehension (a frame of its own in CPython 3.11)
-    for volume, window, times in phases:
-        transfers.append((share * volume / dp_bw + hops, windows[window], times))
+    for phase in traffic.phases:
+        transfers.append((share * phase.volume / dp_bw + hops, windows[phase.window], phase.times))
     return exposed_of(transfers, r.comm_overlap)
 
 

@@ -43,11 +43,14 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, LoraSpec, Workload
 
 
-class ModelTerms(NamedTuple):
+class ModelTerms:
     """A workload's settings resolved on the model, and the model's states before any layout divides them."""
 
-    resolved: Resolved
-    states: States
+    __slots__ = ("resolved", "states")
+
+    def __init__(self, resolved: Resolved, states: States) -> None:
+        self.resolved = resolved
+        self.states = states
 
 
 class StatesKey(NamedTuple):
@@ -178,7 +181,8 @@ def _per_sequence(arch: ModelArch, cnn: bool, cnn_per_sample: tuple[float, float
     if cnn:
         per_elem, elements = cnn_per_sample
         saved = per_elem * elements
-    for layers, gseq, kept, full in groups:
+    for g in groups:
+        layers, gseq, kept, full = g.layers, g.seq, g.kept, g.full
         if offload:  # activation offloading: the layers in flight stay, the others wait in host memory
             layers = min(layers, OFFLOAD_LAYERS_ON_GPU)
         if not ckpt:  # compiled layers keep fewer intermediates; checkpointed ones keep their inputs anyway
