@@ -142,8 +142,9 @@ def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckp
     peaks = [] if out is None else out
     for batch, microbatches in batches:
         g0, g1, g2, g3, g4 = one_mb if microbatches == 1 else accumulating
-        in_flight = 1.0 if pp == 1 else min(pp, microbatches) / pp  # 1F1B: the first stage holds pp micro-batches
-        saved_layer = batch * in_flight * saved  # bytes saved over all layers
+        # bytes saved over all layers; 1F1B: the first stage holds pp micro-batches (without stages the factor is
+        # 1.0, and the product the same)
+        saved_layer = batch * saved if pp == 1 else batch * (min(pp, microbatches) / pp) * saved
         # the largest single layer's activations (recomputed during backward with checkpointing)
         one_layer = saved_layer / cnn_layers if cnn else batch * one
         head_saved, embed = batch * hs, batch * emb
