@@ -59,6 +59,8 @@ from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
 TIMED_PER_SHAPE = 6
+#: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
+_ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
 
 
 class ShapeKey(NamedTuple):
@@ -67,8 +69,6 @@ class ShapeKey(NamedTuple):
 
     n: int
     per_server: int
-#: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
-_ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
 
 
 def memory_headroom(project: Project) -> float:

@@ -3,7 +3,8 @@
 type (`fastest`).
 
 Each layout (GPU count, tensor and pipeline parallel degrees, ZeRO stage, recomputation) is a `LayoutGroup` made once
-per search, with its memory kernel (core/sizing/layout_memory.py): its micro-batches cost a few multiplications each.
+per search, its micro-batches sized by the memory kernel (core/sizing/layout_memory.py) in one call per family of
+layouts (n GPUs at one tensor and pipeline parallel degree): a few multiplications each.
 A configuration's step work (core/sizing/step.StepWork: what a step asks of each GPU whatever the GPU) is made once,
 when it is first timed, and timed on each GPU type with its rates (core/sizing/step_time.py). `computed` and `timed`
 count what was computed: each configuration's memory once, each timing once. Pure."""
