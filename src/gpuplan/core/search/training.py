@@ -12,7 +12,6 @@ count what was computed: each configuration's memory once, each timing once. Pur
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import product
 from typing import NamedTuple
 
 from gpuplan.core.search.shapes import Config, LayoutGroup, layout_of, order_key, pow2_upto
@@ -136,7 +135,7 @@ class TrainingSpace:
         ckpts = (False, True) if not self._cnn else (False,)
         terms = [cache.tp_terms(arch, p, workloads[ckpt], tp, self.table) for ckpt in ckpts]
         peaks: list[tuple[int, int]] = []  # each layout's micro-batches', in the order of `made`
-        made: list[tuple[Layout, bool, int, LayoutGroup]] = []  # (layout, recomputation, proxy's order, group)
+        made: list[tuple[Layout, bool, int]] = []  # (layout, recomputation, proxy's order)
         amps: list[AmpCasts] = []  # autocast's copies are divided by dp only under ZeRO-3
         for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
             lay = layout_of(zero, tp, pp)
@@ -145,11 +144,12 @@ class TrainingSpace:
                 amps = [cache.amp_casts(arch, p, workloads[ckpt], lay, dp) for ckpt in ckpts]
             for ckpt, t, amp in zip(ckpts, terms, amps):
                 step_peaks(states, t, amp, pp, ckpt, steps, None, peaks)
-                made.append((lay, ckpt, order_key(ckpt, tp * pp, zero), LayoutGroup(n, lay, workloads[ckpt])))
+                made.append((lay, ckpt, order_key(ckpt, tp * pp, zero)))
         w = self.w
-        out = [Config(n, lay, w, ckpt, mbs, mbs * dp * k, device, order - mbs, k, group)
-               for ((lay, ckpt, order, group), (mbs, k)), device in zip(product(made, steps),
-                                                                       device_bytes_of(peaks, self.alloc, n, tp, pp))]
+        out = [Config(n, lay, w, ckpt, mbs, mbs * dp * k, 0, order - mbs, k, group)
+               for lay, ckpt, order in made for group in (LayoutGroup(n, lay, workloads[ckpt]),) for mbs, k in steps]
+        for c, device in zip(out, device_bytes_of(peaks, self.alloc, n, tp, pp)):
+            c.device_bytes = device
         self.computed += len(out)
         return out
 
