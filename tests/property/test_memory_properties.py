@@ -6,13 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.catalog.loader import load_activation_table, load_overheads
-from gpuplan.core.sizing.memory import TrainingTerms, alloc_terms, estimate_memory, layout_device_bytes, resolve
+from gpuplan.core.sizing.layout_memory import Allocator
 from gpuplan.core.sizing.levels import _levels
+from gpuplan.core.sizing.memory import MemoryCache, estimate_memory, layout_memory, resolve
 from gpuplan.core.sizing.params import count_params
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 
 TABLE, OH = load_activation_table(), load_overheads()
+ALLOC = Allocator.of(OH)
 FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "phi3", "gpt_neox", "stablelm"]
 
 
@@ -65,8 +67,8 @@ def test_parts_sum_to_the_peak_and_levels_are_ordered(arch: ModelArch, w: Worklo
     assert m.breakdown.weights_bytes <= m.load_peak_bytes < m.load_device_bytes
     if w.task != "inference":  # the search's fast path gives the same device total, byte for byte
         r = resolve(arch, w)
-        terms = TrainingTerms(arch, count_params(arch), w, Layout(), 1, TABLE)
-        assert terms.device_bytes(r.batch, 1, OH) == m.device_bytes
+        mem = layout_memory(arch, count_params(arch), w, Layout(), 1, TABLE, ALLOC)
+        assert mem.device_bytes(r.batch, 1) == m.device_bytes
 
 
 @settings(max_examples=200, deadline=None)
@@ -75,9 +77,9 @@ def test_parts_sum_to_the_peak_and_levels_are_ordered(arch: ModelArch, w: Worklo
 def test_the_search_fast_path_equals_the_phases_byte_for_byte(arch: ModelArch, w: Workload,
                                                               layout: tuple[int, int, int], gpus: int, batch: int,
                                                               microbatches: int) -> None:
-    """TrainingTerms.device_bytes (the search's arithmetic, parts rounded once) gives what the estimate's phases
-    give through _levels, on any layout, micro-batch and gradient accumulation, and terms built with a shared
-    cache (as the search shares them between layouts) equal terms built alone."""
+    """LayoutMemory.device_bytes (the search's arithmetic, written out) gives what the estimate's phases give
+    through _levels, on any layout, micro-batch and gradient accumulation, and kernels built from a shared cache (as
+    the search shares it between layouts) equal kernels built alone."""
     if w.task == "inference":
         return
     zero, tp, pp = layout
@@ -85,24 +87,21 @@ def test_the_search_fast_path_equals_the_phases_byte_for_byte(arch: ModelArch, w
         gpus = tp * pp
     lay = Layout(zero=zero, tp=tp, pp=pp)
     p = count_params(arch)
-    shared: dict[tuple[object, ...], object] = {}
+    shared = MemoryCache()
     # fill the cache from other layouts first: among them the same stage with tp and pp swapped and on twice the
     # GPUs, which the cache may answer from the same entry (a layout's states depend on tp x pp, and on dp only
     # where ZeRO shards by it)
     for other, n in ((Layout(), max(gpus, tp)), (Layout(zero=3, tp=tp), max(gpus, tp)),
                      (Layout(zero=zero, tp=pp, pp=tp), gpus), (lay, 2 * gpus)):
-        TrainingTerms(arch, p, w, other, n, TABLE, shared)
-    alone = TrainingTerms(arch, p, w, lay, gpus, TABLE)
-    cached = TrainingTerms(arch, p, w, lay, gpus, TABLE, shared)
+        layout_memory(arch, p, w, other, n, TABLE, ALLOC, shared)
+    alone = layout_memory(arch, p, w, lay, gpus, TABLE, ALLOC)
+    cached = layout_memory(arch, p, w, lay, gpus, TABLE, ALLOC, shared)
     want = _levels(alone.phases(batch, microbatches), 0.0, OH, gpus, lay, True)[5]
-    assert alone.device_bytes(batch, microbatches, OH) == want
-    assert cached.device_bytes(batch, microbatches, OH) == want
+    assert alone.device_bytes(batch, microbatches) == want
+    assert cached.device_bytes(batch, microbatches) == want
     assert cached.phases(batch, microbatches) == alone.phases(batch, microbatches)
     assert cached.notes == alone.notes
-    # the search's path, with no terms object, from the same cache and from a fresh one
-    for cache in (shared, {}):
-        assert layout_device_bytes(arch, p, w, lay, gpus, TABLE, cache, [(batch, microbatches), (1, 1)],
-                                   alloc_terms(OH)) == [want, alone.device_bytes(1, 1, OH)]
+    assert cached.device_bytes_of([(batch, microbatches), (1, 1)]) == [want, alone.device_bytes(1, 1)]
 
 
 @settings(max_examples=100, deadline=None)

@@ -18,9 +18,10 @@ from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import saved_bytes_per_sample
 from gpuplan.core.sizing.params import ParamCount, count_params
-from gpuplan.core.sizing.rates import GB, _exposed
+from gpuplan.core.sizing.rates import GB, exposed
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, matmul_efficiency
-from gpuplan.core.sizing.step import GpuRates, StepTime, StepWork, _dp_exposed, step_time
+from gpuplan.core.sizing.step import StepWork, WorkCache
+from gpuplan.core.sizing.step_time import GpuRates, dp_exposed, step_time
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -237,7 +238,7 @@ def test_checkpointing_never_fewer_flops_nor_a_shorter_step(data: st.DataObject,
 @given(st.data(), transformer_archs, gpus, layouts())
 def test_step_time_s_matmul_efficiency_is_matmul_efficiency(data: st.DataObject, arch: ModelArch, gpu: Gpu,
                                                             layout: tuple[Layout, int]) -> None:
-    """step_time writes matmul_efficiency out with the GPU's terms read once (GpuRates): the same float."""
+    """step_time reads matmul_efficiency's terms once per GPU (GpuRates): the same float."""
     w = data.draw(training_workloads(arch))
     lay, n = layout
     p = _params(arch)
@@ -251,25 +252,31 @@ def test_step_time_s_matmul_efficiency_is_matmul_efficiency(data: st.DataObject,
 def test_works_sharing_a_cache_time_as_works_built_alone(data: st.DataObject, arch: ModelArch, gpu: Gpu,
                                                          layout: tuple[Layout, int]) -> None:
     """The search's works share one cache across layouts, micro-batches and recomputation choices (what no layout,
-    batch or recomputation changes is read once): each must time as a work built alone, to the last bit."""
+    batch or recomputation changes is read once): each must time as a work built alone, to the last bit; and a
+    work given its micro-batch and global batch (as the search makes them, from its workload) as one built from a
+    workload with them."""
     w = data.draw(training_workloads(arch))
     lay, n = layout
     p = _params(arch)
-    shared: dict[object, object] = {}
+    shared = WorkCache()
     # warmed by a work that differs in every choice the cache spans: a key missing one of them shows
     other = w.model_copy(update={"micro_batch_size": w.micro_batch_size * 2, "global_batch_size": None,
                                  "gradient_checkpointing": not w.gradient_checkpointing})
     StepWork(arch, p, other, Layout(tp=lay.tp), lay.tp, SM, TABLE, p.total, shared)
     cached = step_time(StepWork(arch, p, w, lay, n, SM, TABLE, p.total, shared), gpu, SM, total_tokens=1e10)
     alone = step_time(StepWork(arch, p, w, lay, n, SM, TABLE, p.total), gpu, SM, total_tokens=1e10)
-    assert [getattr(cached, k) for k in StepTime.__slots__] == [getattr(alone, k) for k in StepTime.__slots__]
+    assert cached == alone
+    given_batch = StepWork(arch, p, other.model_copy(update={"gradient_checkpointing": w.gradient_checkpointing}),
+                           lay, n, SM, TABLE, p.total, shared, micro_batch=w.micro_batch_size,
+                           global_batch=w.global_batch_size)
+    assert step_time(given_batch, gpu, SM, total_tokens=1e10) == alone
 
 
 @FEW
 @given(st.data(), transformer_archs, gpus, layouts(), st.floats(1e-6, 10.0))
 def test_the_data_parallel_exposure_is_exposed_phase_by_phase(data: st.DataObject, arch: ModelArch, gpu: Gpu,
                                                               layout: tuple[Layout, int], t_micro: float) -> None:
-    """_dp_exposed writes rates._exposed out (the hot path): the same float as _exposed over its phases."""
+    """dp_exposed is rates.exposed over the data-parallel collectives of the step."""
     w = data.draw(training_workloads(arch))
     lay, n = layout
     p = _params(arch)
@@ -277,13 +284,13 @@ def test_the_data_parallel_exposure_is_exposed_phase_by_phase(data: st.DataObjec
     assume(work.dp > 1)
     rates = GpuRates(gpu, SM, w.precision, w.tf32)
     node = min(n, rates.node)
-    frac, hops, phases = work.dp_phases
+    frac, hops, phases = work.dp_traffic.share, work.dp_traffic.hops, work.dp_traffic.phases
     bw = rates.link(work.gpus if work.gpus > node else work.dp, node) * GB
     windows = (t_micro, t_micro * 2 / 3, t_micro / 3)
     want = 0.0
-    for volume, window, times in phases:
-        want += times * _exposed(frac * volume / bw + hops, windows[window], SM.params.comm_overlap)
-    assert _dp_exposed(work, rates, node, t_micro) == want
+    for phase in phases:
+        want += phase.times * exposed(frac * phase.volume / bw + hops, windows[phase.window], SM.params.comm_overlap)
+    assert dp_exposed(work, rates, node, t_micro) == want
 
 
 @FEW

@@ -8,8 +8,9 @@ import pytest
 
 from gpuplan.catalog.config_reader import head_from_architectures
 from gpuplan.catalog.loader import load_activation_table, load_overheads, resolve_model
+from gpuplan.core.sizing.layout_memory import Allocator
 from gpuplan.core.sizing.levels import memory_out
-from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
+from gpuplan.core.sizing.memory import estimate_memory, layout_memory
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.stack import (
     LITGPT_QLORA,
@@ -137,9 +138,9 @@ def test_training_terms_equal_the_estimate_with_the_features() -> None:
                   {"task": "qlora", "framework": "litgpt"}):
         w = Workload(**{**LLAMA, **extra})
         m = estimate_memory(arch, p, w, Layout(), 1, TABLE, OH)
-        terms = TrainingTerms(arch, p, w, Layout(), 1, TABLE)
-        assert terms.device_bytes(2, 1, OH) == m.device_bytes
-        assert terms.load_device_bytes(arch, p, w, OH) == m.load_device_bytes
+        mem = layout_memory(arch, p, w, Layout(), 1, TABLE, Allocator.of(OH))
+        assert mem.device_bytes(2, 1) == m.device_bytes
+        assert mem.load_device_bytes(arch, p, w, OH) == m.load_device_bytes
 
 
 def test_heads_follow_architectures_and_task() -> None:

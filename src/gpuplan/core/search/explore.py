@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from itertools import islice
 from operator import attrgetter
+from typing import NamedTuple
 
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick, storage_terms
 from gpuplan.core.search.growth import growth_view
@@ -28,15 +29,14 @@ from gpuplan.core.search.shapes import (
     inference_configs,
     max_gpus_per_server,
     slots_by_form,
-    training_configs,
 )
+from gpuplan.core.search.training import GrownModel, GrownModels, TrainingSpace
 from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_usable
 from gpuplan.core.sizing.lora import lora_params
-from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
+from gpuplan.core.sizing.memory import MemoryCache, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.project import (
     global_batch,
-    grow_arch,
     grown_workload,
     grows,
     training_tokens,
@@ -46,7 +46,7 @@ from gpuplan.core.sizing.speed import (
     estimate_inference_speed,
     tokens_per_sample,
 )
-from gpuplan.core.sizing.step import GpuRates, StepTime, timed
+from gpuplan.core.sizing.step_time import StepTime
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
@@ -54,13 +54,21 @@ from gpuplan.schema.plan import (
     PlanStats,
     Rejected,
 )
-from gpuplan.schema.project import LoraSpec, Project, Workload
+from gpuplan.schema.project import LoraSpec, Project
 from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
 TIMED_PER_SHAPE = 6
 #: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
 _ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
+
+
+class ShapeKey(NamedTuple):
+    """A server shape as its configurations see it: the GPUs, and the GPUs per server up to 8 (tensor parallelism
+    spans at most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's)."""
+
+    n: int
+    per_server: int
 
 
 def memory_headroom(project: Project) -> float:
@@ -101,6 +109,8 @@ class _Search:
         dataset_bytes = (d.size_gb * 1e9 if d.size_gb else 0.0) * proj.growth.data_scale
         trainable = trainable_parameters(arch, p, proj)
         weights_b, ckpt_b, per_token = storage_terms(proj, p, trainable, dataset_bytes, sample_tokens)
+        #: training: the parts of the layouts' memory, shared with the shown candidates' estimates (Context.terms_cache)
+        memory = MemoryCache()
         self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable,
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
                            server_price=inp.server_price, rent_per_gpu_hour=inp.rent_per_gpu_hour,
@@ -108,22 +118,20 @@ class _Search:
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None,
-                           weights_bytes=weights_b, checkpoint_bytes=ckpt_b, bytes_per_token=per_token)
-        #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them
-        self.configs: dict[tuple[int, int], tuple[list[Config], int | None]] = {}
-        #: training: each layout's configurations, shared by the server sizes that allow it (training_configs)
-        self.layouts: dict[tuple[int, int, int, int, bool], list[Config]] = {}
+                           weights_bytes=weights_b, checkpoint_bytes=ckpt_b, bytes_per_token=per_token,
+                           terms_cache=memory)
+        #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them, by
+        #: (GPUs, GPUs per server up to 8)
+        self.configs: dict[ShapeKey, tuple[list[Config], int | None]] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
-        self.grown_cache: dict[tuple[object, ...], object] = {}
         self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float, int], int] = {}  # serving
-        self.grown_one: dict[int, int] = {}  # training, at the planned size: by id of the configuration
-        self.grown_at: dict[tuple[int, float], int] = {}  # training, at other sizes: by id and the factor
-        self.grown_terms: dict[tuple[int, int, int, int, bool, float], TrainingTerms] = {}
-        self.grown_w: dict[bool, Workload] = {}  # the grown workload, with and without recomputation
-        self.grown_models: dict[float, tuple[ModelArch, ParamCount]] = {1.0: (inp.grown_arch, self.p_grown)}
-        self.work_cache: dict[object, object] = {}  # what every StepWork of this search shares
-        self.rates: dict[str, GpuRates] = {}  # each GPU's, for the workload's precision
+        self.grown_models = GrownModels(arch, self.model_scale, GrownModel(inp.grown_arch, self.p_grown))
+        #: training: the layouts, their memory and timed work (core/search/training.py)
+        self.space = TrainingSpace(arch, p, w, self.gbs, inp.table, inp.overheads, inp.speed, trainable, tokens,
+                                   memory=memory, grows=self.grows, grown_models=self.grown_models,
+                                   grown_workload=lambda gw: grown_workload(gw, proj, arch)) if self.training else None
+        #: configurations whose memory was computed and timings (training: the space counts them)
         self.evaluated = self.timed = 0
         self.picks: list[Pick] = []
         #: for the growth view: each pick's config, each GPU's usable bytes and the server shapes tried for it
@@ -140,39 +148,29 @@ class _Search:
         """n GPUs' configurations in servers of `per_server`, in the order they are timed, and the least memory per
         GPU of any of them (None: there is none). Keyed by (n, min(per_server, 8)): tensor parallelism spans at
         most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's."""
-        key = (n, per_server if per_server < 8 else 8)  # noqa: FURB136 (min() is a call, on every lookup)
+        key = ShapeKey(n, per_server if per_server < 8 else 8)  # noqa: FURB136 (min() is a call, on every lookup)
         hit = self.configs.get(key)
         if hit is None:
             inp = self.inp
-            cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
-                                   self.ctx.terms_cache, self.layouts)
-                  if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
-                                                          inp.overheads, self.engine))
-            self.evaluated += len(cs)
+            if self.space is not None:  # training: a layout's configurations are computed once, whatever the shape
+                before = self.space.computed
+                cs = self.space.configs(n, per_server)
+                self.evaluated += self.space.computed - before
+            else:
+                cs = inference_configs(self.arch, self.p, self.w, n, per_server, inp.table, inp.overheads, self.engine)
+                self.evaluated += len(cs)
             hit = self.configs[key] = (sorted(cs, key=_ORDER), min(map(_BYTES, cs), default=None))
         return hit
 
-    def grown_model(self, factor: float) -> tuple[ModelArch, ParamCount]:
-        if factor not in self.grown_models:
-            a = grow_arch(self.arch, self.model_scale * factor)
-            self.grown_models[factor] = (a, count_params(a))
-        return self.grown_models[factor]
+    def grown_model(self, factor: float) -> GrownModel:
+        """The model grown `factor` times the planned growth."""
+        return self.grown_models.at(factor)
 
     def grown_device(self, c: Config, factor: float = 1.0, usable: int = 0) -> int:
         """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size;
         serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
-        if self.training:  # a training step's memory is the GPU's own: `usable` does not enter
-            if factor == 1.0:
-                if not self.grows:
-                    return c.device_bytes  # nothing grows: the layout's own memory
-                hit = self.grown_one.get(id(c))  # the search's configurations live as long as it does
-                if hit is None:
-                    hit = self.grown_one[id(c)] = self._grown_step(c, 1.0)
-                return hit
-            at = self.grown_at.get((id(c), factor))
-            if at is None:
-                at = self.grown_at[(id(c), factor)] = self._grown_step(c, factor)
-            return at
+        if self.space is not None:  # a training step's memory is the GPU's own: `usable` does not enter
+            return c.grown if c.grown is not None and factor == 1.0 else self.space.grown_bytes(c, factor)
         key = (c.key, factor, usable)
         if key not in self.grown_dev:
             a, pa = self.grown_model(factor)
@@ -189,43 +187,15 @@ class _Search:
                                                       self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
-    def _grown_step(self, c: Config, factor: float) -> int:
-        """A training layout's peak bytes per GPU with the grown model (`factor` times the planned size)."""
-        a, pa = self.grown_model(factor)
-        lay = c.layout
-        tkey = (c.n, lay.zero, lay.tp, lay.pp, c.gradient_checkpointing, factor)
-        terms = self.grown_terms.get(tkey)
-        if terms is None:
-            gw = self.grown_w.get(c.gradient_checkpointing)  # every training configuration's base is the search's
-            if gw is None:
-                gw = self.grown_w[c.gradient_checkpointing] = grown_workload(
-                    c.base.model_copy(update={"gradient_checkpointing": c.gradient_checkpointing}), self.proj, self.arch)
-            terms = self.grown_terms[tkey] = TrainingTerms(a, pa, gw, lay, c.n, self.inp.table,
-                                                           self.grown_cache.setdefault(factor, {}))  # type: ignore[arg-type]
-        return terms.device_bytes(c.batch, c.microbatches, self.inp.overheads)
-
     # ------------------------------------------------------------------------------------------ one shape
     def time_training(self, cs: list[Config], gpu: Gpu, ps: int) -> tuple[float, Config, StepWork, StepTime]:
         """The fastest of the training layouts `cs` on `gpu` in servers of `ps`: (wall hours, or hours per
         billion tokens without a token count; the layout, its work and step time); the first of equals."""
-        self.timed += len(cs)
-        inp = self.inp
-        sm, total = inp.speed, self.ctx.total_tokens
-        rates = self.rates.get(gpu.id)
-        if rates is None:
-            rates = self.rates[gpu.id] = GpuRates(gpu, sm, self.w.precision, self.w.tf32)
-        best: tuple[float, Config, StepWork, StepTime] | None = None
-        for c in cs:
-            work = c.work  # made once, when the layout is first timed
-            if work is None:
-                work = c.work = StepWork(self.arch, self.p, c.workload, c.layout, c.n, sm, inp.table,
-                                         self.ctx.trainable, self.work_cache)
-            st = timed(work, rates, total, ps)  # step_time, by position
-            metric = st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600
-            if best is None or metric < best[0]:
-                best = (metric, c, work, st)
-        assert best is not None
-        return best
+        assert self.space is not None
+        before = self.space.timed
+        best = self.space.fastest(cs, gpu, ps)
+        self.timed += self.space.timed - before
+        return best.metric, best.config, best.work, best.step
 
     def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object]:
         """(mean request latency, inference result) of the serving layout `c` on `gpu`."""
@@ -268,6 +238,7 @@ class _Search:
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
         work: object = None
+        result: object
         if self.training:
             metric, c, work, result = self.time_training(grown_ok, gpu, ps)
         else:
@@ -310,8 +281,7 @@ class _Search:
         return "deadline" if len(self.rejected) > before and self.rejected[-1].code == "deadline" else "other"
 
     def reject(self, gpu: Gpu, ps: int, servers: int, code: str, reason: str) -> None:
-        self.rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code,  # type: ignore[arg-type]
-                                      reason=reason))
+        self.rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code, reason=reason))
         self.rejected_gpus.add(gpu.id)
 
     # ------------------------------------------------------------------------------------------ one GPU type

@@ -10,6 +10,8 @@ the view costs a few estimates per layout, whatever the size of the catalog. Pur
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
+from typing import NamedTuple
 
 from gpuplan.core.search.candidate import Pick
 from gpuplan.core.search.ranking import Listed
@@ -20,11 +22,13 @@ from gpuplan.schema.plan import GrowthRow
 GROWTH_FACTORS = (1.0, 1.5, 2.0)
 #: layouts per server shape whose grown memory is checked for min_gpus: those that need the least memory today
 LEANEST_PER_SHAPE = 2
+#: a configuration's memory per GPU, read without a Python call
+_BYTES = attrgetter("device_bytes")
 
 
 def leanest(configs: Sequence[Config]) -> list[Config]:
     """The layouts of one server shape that need the least memory today (grown, they are the likeliest to fit)."""
-    return sorted(configs, key=lambda c: c.device_bytes)[:LEANEST_PER_SHAPE]
+    return sorted(configs, key=_BYTES)[:LEANEST_PER_SHAPE]
 
 
 def min_gpus(shapes: Sequence[tuple[int, Sequence[Config]]], factor: float, usable: int,
@@ -68,24 +72,42 @@ def growth_view(ranked: Sequence[Pick], tried: dict[str, list[tuple[int, int]]],
                 configs_of: Callable[[int, int], Sequence[Config]], model_scale: float,
                 parameters: Callable[[float], int], device_at: Callable[[Config, float, int], int]) -> list[GrowthRow]:
     """The growth rows of the `ranked` candidates: each at GROWTH_FACTORS x the planned model, with the fewest GPUs
-    of its type over the server shapes `tried` for that type (`configs_of(n, per_server)`: a shape's layouts).
-    `usable_of`: each GPU type's usable bytes; `parameters(factor)`, `device_at(config, factor, usable)`: the grown
-    model's parameters and a layout's peak bytes per GPU with it."""
+    of its type over the server shapes `tried` for that type ((GPUs per server, servers); `configs_of(n,
+    per_server)`: a shape's layouts). `usable_of`: each GPU type's usable bytes; `parameters(factor)`,
+    `device_at(config, factor, usable)`: the grown model's parameters and a layout's peak bytes per GPU with it."""
     growth: list[GrowthRow] = []
-    lean: dict[tuple[int, int], list[Config]] = {}
+    lean: dict[ServerShape, list[Config]] = {}  # each shape's leanest layouts
     #: each GPU type's shapes tried (GPU count, leanest layouts) and its min_gpus by factor
     per_gpu: dict[str, tuple[list[tuple[int, list[Config]]], dict[float, int | None]]] = {}
     for k in ranked:
         hit = per_gpu.get(k.gpu_id)
         if hit is None:
-            for ps, s in tried[k.gpu_id]:
-                if (ps, s) not in lean:
-                    lean[(ps, s)] = leanest(configs_of(ps * s, ps))
-            hit = per_gpu[k.gpu_id] = ([(ps * s, lean[(ps, s)]) for ps, s in tried[k.gpu_id]], {})
-        usable = usable_of[k.gpu_id]
-        growth += growth_rows(k, k.config, usable, hit[0], model_scale, parameters,
-                              lambda c, f, u=usable: device_at(c, f, u), hit[1])
+            shapes = [ServerShape(ps, s) for ps, s in tried[k.gpu_id]]
+            for shape in shapes:
+                if shape not in lean:
+                    lean[shape] = leanest(configs_of(shape.gpus, shape.per_server))
+            hit = per_gpu[k.gpu_id] = ([(shape.gpus, lean[shape]) for shape in shapes], {})
+        growth += growth_rows(k, k.config, usable_of[k.gpu_id], hit[0], model_scale, parameters,
+                              _at_usable(device_at, usable_of[k.gpu_id]), hit[1])
     return growth
 
 
-__all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "growth_rows", "growth_view", "leanest", "min_gpus"]
+class ServerShape(NamedTuple):
+    """A server shape tried for a GPU type."""
+
+    per_server: int
+    servers: int
+
+    @property
+    def gpus(self) -> int:
+        return self.per_server * self.servers
+
+
+def _at_usable(device_at: Callable[[Config, float, int], int], usable: int) -> Callable[[Config, float], int]:
+    """`device_at` with a GPU type's usable bytes."""
+    def at(c: Config, factor: float) -> int:
+        return device_at(c, factor, usable)
+    return at
+
+
+__all__ = ["GROWTH_FACTORS", "LEANEST_PER_SHAPE", "ServerShape", "growth_rows", "growth_view", "leanest", "min_gpus"]

@@ -1,12 +1,11 @@
-"""The search space of `gpuplan plan`: which GPUs are allowed, how many fit a server, and every way to lay a
-workload out on n GPUs (tensor and pipeline parallel inside a server, ZeRO stage, recomputation, micro-batch),
-each with its peak memory per GPU. Pure.
+"""The search space of `gpuplan plan`: which GPUs are allowed, how many fit a server, and the configurations of a
+workload on n GPUs (tensor and pipeline parallel inside a server, ZeRO stage, recomputation, micro-batch), each with
+its peak memory per GPU. Pure.
 
 Memory does not depend on the GPU type, only its capacity does, so each configuration is estimated once per GPU
-count and compared with every GPU. What does not change with the micro-batch (weights, optimizer states, the
-per-token activation coefficients) is computed once per layout and cached for the search (the parts TrainingTerms
-is made of); each micro-batch then costs a few multiplications (`layout_device_bytes`), and no result objects are
-built.
+count and compared with every GPU. A training layout's configurations are the micro-batches of one `LayoutGroup`
+(core/search/training.py makes them, with the layout's memory kernel); serving's are made here
+(`inference_configs`).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuplan.core.sizing.engine_memory import serving_start_bytes
-from gpuplan.core.sizing.memory import alloc_terms, estimate_memory, layout_device_bytes
+from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.estimate import ActivationTable, Overheads
@@ -29,6 +28,7 @@ from gpuplan.schema.project import Layout, Project, Workload
 from gpuplan.schema.serving import EngineDefaults
 
 if TYPE_CHECKING:
+    from gpuplan.core.sizing.layout_memory import LayoutMemory
     from gpuplan.core.sizing.step import StepWork
 
 SERVER_COUNTS = (1, 2, 4, 8, 16, 32, 64)
@@ -48,14 +48,17 @@ class Config:
     #: training: sequences per optimizer step on this layout
     global_batch: int
     device_bytes: int
-    #: the order the search times layouts in (`proxy`), made with the configuration
-    order: tuple[bool, int, int, int]
-    #: the trial workloads made so far, shared by the configurations of one search: by (recomputation, batch,
-    #: global batch), which is all a training configuration changes of `base` (many share one)
-    copies: dict[tuple[bool, int, int], Workload] | None = field(default=None, repr=False)
-    _workload: Workload | None = field(default=None, repr=False)
+    #: the order the search times layouts in (`proxy`, `order_key`), made with the configuration
+    order: int
+    #: training: micro-batches per optimizer step (gradient accumulation)
+    microbatches: int = 1
+    #: training: the layout the configuration is a micro-batch of (core/search/training.py)
+    group: LayoutGroup | None = field(default=None, repr=False)
     #: training: the step's work, once the search times the configuration (core/sizing/step.StepWork)
     work: StepWork | None = field(default=None, repr=False)
+    #: training: its peak bytes per GPU after the planned growth, once the search asks (core/search/training.py)
+    grown: int | None = field(default=None, repr=False)
+    _workload: Workload | None = field(default=None, repr=False)
 
     @property
     def training(self) -> bool:
@@ -65,15 +68,9 @@ class Config:
     def workload(self) -> Workload:
         if self._workload is None:
             if self.training:
-                key = (self.gradient_checkpointing, self.batch, self.global_batch)
-                made = self.copies.get(key) if self.copies is not None else None
-                if made is None:
-                    made = self.base.model_copy(update={
-                        "micro_batch_size": self.batch, "global_batch_size": self.global_batch,
-                        "gradient_checkpointing": self.gradient_checkpointing})
-                    if self.copies is not None:
-                        self.copies[key] = made
-                self._workload = made
+                self._workload = self.base.model_copy(update={
+                    "micro_batch_size": self.batch, "global_batch_size": self.global_batch,
+                    "gradient_checkpointing": self.gradient_checkpointing})
             else:
                 self._workload = self.base.model_copy(update={"batch_size": self.batch})
         return self._workload
@@ -83,11 +80,22 @@ class Config:
         lay = self.layout
         return (self.n, lay.zero, lay.tp, lay.pp, lay.offload, self.gradient_checkpointing, self.batch)
 
-    @property
-    def microbatches(self) -> int:
-        """Micro-batches per optimizer step (gradient accumulation)."""
-        dp = self.n // (self.layout.tp * self.layout.pp)
-        return max(self.global_batch // (self.batch * dp), 1)
+
+class LayoutGroup:
+    """One training layout on n GPUs (tensor, pipeline and data parallel degrees, ZeRO stage, recomputation or not),
+    whose configurations are its micro-batches: made once per search (it holds none of them: each configuration
+    names its group, and no reference cycle keeps a search alive after it). A plain class: made at import faster
+    than a dataclass."""
+
+    __slots__ = ("grown", "layout", "n", "workload")
+
+    def __init__(self, n: int, layout: Layout, workload: Workload) -> None:
+        self.n, self.layout = n, layout
+        #: the search's workload with this recomputation choice
+        self.workload = workload
+        #: by the model's factor, once asked (core/search/training.py): the memory kernel of the layout with the
+        #: model grown, and the peak bytes per GPU of its micro-batches asked so far
+        self.grown: dict[float, tuple[LayoutMemory, dict[int, int]]] | None = None
 
 
 def pow2_upto(n: int) -> list[int]:
@@ -99,61 +107,9 @@ def pow2_upto(n: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=256)
-def _layout(zero: int, tp: int, pp: int) -> Layout:
+def layout_of(zero: int, tp: int, pp: int) -> Layout:
     """The Layout of (zero, tp, pp), built once (frozen: the search's configurations share them)."""
     return Layout(zero=zero, tp=tp, pp=pp)
-
-
-def training_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int, gbs: int,
-                     table: ActivationTable, oh: Overheads,
-                     cache: dict[tuple[object, ...], object] | None = None,
-                     layouts: dict[tuple[int, int, int, int, bool], list[Config]] | None = None) -> list[Config]:
-    """Every layout of n GPUs (tensor parallel inside a server) with a micro-batch that divides the global batch.
-    `cache`: shared by the calls of one search (TrainingTerms', and the workloads the configurations run);
-    `layouts`: the configurations of each (n, tp, pp, ZeRO, recomputation) made so far in the search (a layout of
-    n GPUs is the same in servers of 4 or of 8)."""
-    out: list[Config] = []
-    made = {} if layouts is None else layouts
-    layers = arch.num_layers + arch.num_decoder_layers
-    c = {} if cache is None else cache
-    shared = c.get(("workloads",))  # the workload with and without recomputation, and the configurations' copies
-    if shared is None:
-        shared = c[("workloads",)] = ({ck: w.model_copy(update={"gradient_checkpointing": ck}) for ck in (False, True)},
-                                      {})
-    by_ckpt, copies = shared  # type: ignore[misc]
-    alloc = alloc_terms(oh)
-    cnn, decoder, heads = arch.kind == "cnn", arch.kind == "decoder", arch.num_heads
-    ckpts = (False, True) if not cnn else (False,)
-    for tp in pow2_upto(min(per_server, 8)):
-        if cnn and tp > 1:
-            continue
-        if tp > 1 and heads % tp:
-            continue
-        for pp in pow2_upto(min(8, n // tp)):
-            if pp > 1 and (layers < 2 * pp or not decoder):
-                continue
-            if n % (tp * pp):
-                continue
-            dp = n // (tp * pp)
-            if dp > gbs:
-                continue
-            share = gbs // dp
-            # (micro-batch, micro-batches per step, sequences per step) for each micro-batch that divides the share
-            batches = [(mbs, share // mbs, mbs * dp * (share // mbs)) for mbs in pow2_upto(min(share, 64))
-                       if not share % mbs]
-            steps = [(mbs, k) for mbs, k, _ in batches]
-            for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
-                lay = _layout(zero, tp, pp)
-                for ckpt in ckpts:
-                    key = (n, tp, pp, zero, ckpt)
-                    group = made.get(key)
-                    if group is None:
-                        sizes = layout_device_bytes(arch, p, by_ckpt[ckpt], lay, n, table, c, steps, alloc)
-                        mp = tp * pp  # proxy's order, made here once for the group
-                        group = made[key] = [Config(n, lay, w, ckpt, mbs, g, dev, (ckpt, mp, zero, -mbs), copies)
-                                             for (mbs, _, g), dev in zip(batches, sizes)]
-                    out += group
-    return out
 
 
 def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int,
@@ -175,18 +131,28 @@ def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_s
             lay = Layout(tp=tp, pp=pp)
             c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
                        global_batch=0, device_bytes=0,
-                       order=(w.gradient_checkpointing, tp * pp, lay.zero, -w.micro_batch_size))
+                       order=order_key(w.gradient_checkpointing, tp * pp, lay.zero) - w.micro_batch_size)
             c.device_bytes = (serving_start_bytes(arch, p, c.workload, lay, tp * pp, oh, engine) if engine is not None
                               else estimate_memory(arch, p, c.workload, lay, tp * pp, table, oh).device_bytes)
             out.append(c)
     return out
 
 
-def proxy(c: Config) -> tuple[bool, int, int, int]:
+def proxy(c: Config) -> int:
     """Order to time layouts in: no recomputation, little model parallelism, low ZeRO, big micro-batches
     (training's micro-batch; serving's workload micro_batch_size, the same for all). Made with the configuration
     (`Config.order`), as this reads it."""
     return c.order
+
+
+#: micro-batches (and serving's micro_batch_size) below this, in `order_key`
+_BATCHES = 1 << 21
+
+
+def order_key(ckpt: bool, mp: int, zero: int) -> int:
+    """`proxy`'s order of a layout as one integer (sorted faster than a tuple): recomputation, then the model-parallel
+    degree, then the ZeRO stage; less a micro-batch (under 2**21), the larger first."""
+    return (((1 if ckpt else 0) << 8 | mp) << 2 | zero) * _BATCHES + _BATCHES - 1
 
 
 #: a platform as max_gpus_per_server reads it: (most W per GPU, the GPU ids it is built for (None: any), the widest
@@ -250,5 +216,5 @@ def allowed_gpus(project: Project, catalog: Catalog, rejected: list[Rejected]) -
     return out
 
 
-__all__ = ["PER_SERVER", "SERVER_COUNTS", "Config", "SlotRow", "allowed_gpus", "inference_configs",
-           "max_gpus_per_server", "pow2_upto", "proxy", "slots_by_form", "training_configs"]
+__all__ = ["PER_SERVER", "SERVER_COUNTS", "Config", "LayoutGroup", "SlotRow", "allowed_gpus", "inference_configs",
+           "layout_of", "max_gpus_per_server", "order_key", "pow2_upto", "proxy", "slots_by_form"]

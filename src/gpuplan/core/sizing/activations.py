@@ -52,7 +52,7 @@ def regime_of(w: Workload) -> str:
 FIT_MAX_SEQ = {"eager": 512, "sdpa": 64}
 
 
-def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, tp: int,
+def per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, tp: int,
                fit_max_seq: int = FIT_MAX_SEQ["sdpa"]) -> float:
     """Bytes per token of one layer's saved activations (model-parallel widths divided by tp). Never less
     than the layer's 16-bit input, whatever a fit's negative coefficients say far from where it was measured."""
@@ -69,12 +69,12 @@ def _per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, 
     return max(c.h * arch.hidden_size + split / tp + c.r * rank + c.const, 2.0 * arch.hidden_size)
 
 
-def _compute_bytes(w: Workload) -> int:
+def compute_bytes(w: Workload) -> int:
     """Bytes per element of activations in the matmuls: 4 in fp32, 2 under autocast or in bf16."""
     return 4 if regime_of(w) in ("fp32", "lora-fp32") else 2
 
 
-def _residual_bytes(w: Workload) -> int:
+def residual_bytes(w: Workload) -> int:
     """Bytes per element of the residual stream: the weights' dtype (fp32 under autocast, bf16 for a bf16 or
     LoRA-frozen base)."""
     return 2 if regime_of(w) in ("bf16", "lora-bf16", "lora-amp") else 4
@@ -88,7 +88,7 @@ def activation_key(arch: ModelArch, w: Workload, ckpt: bool) -> str:
     return f"{arch.model_type}/{regime}/{'ckpt' if ckpt else 'full'}/{attn}"
 
 
-def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[float, int]]:
+def layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[float, int]]:
     """(layers, tokens per sequence) groups. Encoder-decoder coefficients are measured per encoder+decoder
     layer pair, so each stack counts as half a pair per layer (exact when input and target lengths match)."""
     if arch.kind == "encoder-decoder":
@@ -96,11 +96,11 @@ def _layers_tokens(arch: ModelArch, r: Resolved) -> list[tuple[float, int]]:
     return [(arch.num_layers, r.seq)]
 
 
-def _fit_max_seq(arch: ModelArch, w: Workload, ckpt: bool) -> int:
+def fit_max_seq(arch: ModelArch, w: Workload, ckpt: bool) -> int:
     return FIT_MAX_SEQ["eager" if "/eager" in activation_key(arch, w, ckpt) else "sdpa"]
 
 
-def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: int) -> float:
+def dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: int) -> float:
     """Dropout's cost per token and layer: the 1-byte masks CUDA's fused dropout keeps (two residual sites),
     and with eager attention the probabilities' mask plus the dropped-out copy the next matmul saves."""
     per = 0.0
@@ -111,7 +111,7 @@ def _dropout_mask_bytes_per_token(arch: ModelArch, seq: int, eager: bool, beta: 
     return per
 
 
-def _coefficients(arch: ModelArch, w: Workload, ckpt: bool, table: ActivationTable,
+def coefficients(arch: ModelArch, w: Workload, ckpt: bool, table: ActivationTable,
                   notes: list[Note]) -> ActivationCoefficients:
     key = activation_key(arch, w, ckpt)
     row = table.rows.get(key)
@@ -137,11 +137,11 @@ def saved_bytes_per_sample(arch: ModelArch, w: Workload, table: ActivationTable,
         per_elem = table.cnn[regime_of(w) if regime_of(w) in table.cnn else "amp"]
         return per_elem * cnn_feature_elements(arch, r.seq)
     rank = (w.lora or LoraSpec()).rank if w.task in ("lora", "qlora") else 0
-    c = _coefficients(arch, w, False, table, [])
+    c = coefficients(arch, w, False, table, [])
     total = 0.0
-    for layers, seq in _layers_tokens(arch, r):
-        total += layers * seq * (_per_token(c, arch, seq, rank, tp, _fit_max_seq(arch, w, False))
-                                 + _dropout_mask_bytes_per_token(arch, seq, w.attention == "eager", _compute_bytes(w)))
+    for layers, seq in layers_tokens(arch, r):
+        total += layers * seq * (per_token(c, arch, seq, rank, tp, fit_max_seq(arch, w, False))
+                                 + dropout_mask_bytes_per_token(arch, seq, w.attention == "eager", compute_bytes(w)))
     return total
 
 

@@ -71,7 +71,7 @@ def _attention_per_token(arch: ModelArch, seq: int, eager: bool) -> float:
     return 4.0 * arch.q_dim * keys
 
 
-def _tied_head(arch: ModelArch) -> float:
+def _tied_head(arch: ModelArch) -> int:
     """Parameters of a tied LM head (counted as embedding, but a matmul per token)."""
     return arch.hidden_size * arch.vocab_size if arch.kind == "decoder" and arch.tie_word_embeddings else 0
 

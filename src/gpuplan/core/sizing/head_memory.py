@@ -3,21 +3,33 @@ chunked, eager or compiled. Pure."""
 
 from __future__ import annotations
 
-from gpuplan.core.sizing.activations import Resolved, _compute_bytes
+from gpuplan.core.sizing.activations import Resolved, compute_bytes
 from gpuplan.core.sizing.stack import LM_HEADS, head_of
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Workload
 
-Head = tuple[bool, int, float, float, int, bool, bool]
+
+class Head:
+    """What the LM head's memory is made of (`head_terms`)."""
+
+    __slots__ = ("beta", "chunked", "compiled", "hidden", "lm", "tokens_per_seq", "vocab")
+
+    def __init__(self, lm: bool, tokens_per_seq: int, vocab: float, hidden: int, beta: int, chunked: bool,
+                 compiled: bool) -> None:
+        self.lm = lm  # an LM head (classification heads, of encoders, ViTs, CNNs, are tiny)
+        self.tokens_per_seq = tokens_per_seq  # the tokens it sees per sequence
+        self.vocab = vocab  # the vocabulary per GPU
+        self.hidden = hidden
+        self.beta = beta  # bytes per element of its output
+        self.chunked = chunked  # a chunked loss
+        self.compiled = compiled
 
 
-def _head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
-    """(has an LM head, tokens per sequence it sees, vocabulary per GPU, hidden width, bytes per element of its
-    output, chunked loss, compiled)."""
+def head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
+    """The LM head's terms for `r`'s sequences on `tp`-way tensor parallel GPUs."""
     tokens_per_seq = r.target if arch.kind == "encoder-decoder" else r.seq
-    lm = head_of(arch, w) in LM_HEADS  # classification heads (encoders, ViTs, CNNs) are tiny
-    return (lm, tokens_per_seq, arch.vocab_size / tp, arch.hidden_size, _compute_bytes(w), w.loss == "chunked",
-            bool(w.compile))
+    return Head(lm=head_of(arch, w) in LM_HEADS, tokens_per_seq=tokens_per_seq, vocab=arch.vocab_size / tp,
+                hidden=arch.hidden_size, beta=compute_bytes(w), chunked=w.loss == "chunked", compiled=bool(w.compile))
 
 
 #: chunked cross-entropy: the chunks a loss splits the logits into (torchtune CEWithChunkedOutputLoss num_output_chunks
@@ -25,16 +37,15 @@ def _head_terms(arch: ModelArch, r: Resolved, w: Workload, tp: int) -> Head:
 LOSS_CHUNKS = 8
 
 
-def _head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
+def head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
     """(saved, forward transient, backward transient) bytes of the final norm, LM head, logits and loss."""
-    lm, tokens_per_seq, v, hidden, beta, chunked, compiled = head
-    if not lm:
+    if not head.lm:
         return 0.0, 0.0, 0.0
-    tokens = batch * tokens_per_seq
+    tokens, v, hidden, beta = batch * head.tokens_per_seq, head.vocab, head.hidden, head.beta
     saved = tokens * (4 * v + 3 * 4 * hidden)  # fp32 log-softmax output; final norm + head input
-    if chunked and compiled:  # a compiled chunk's loss keeps its 16-bit logits (and a logsumexp), no fp32 copy
+    if head.chunked and head.compiled:  # a compiled chunk's loss keeps its 16-bit logits (and a logsumexp), no fp32 copy
         return tokens * (beta * v + 3 * 4 * hidden), tokens * v * beta / LOSS_CHUNKS, 2 * tokens * v * beta / LOSS_CHUNKS
-    if chunked:  # eager chunks keep an fp32 log-softmax each (torchtune) or 16-bit logits and log-probs (LitGPT);
+    if head.chunked:  # eager chunks keep an fp32 log-softmax each (torchtune) or 16-bit logits and log-probs (LitGPT);
         # the upcast and the gradients come and go one chunk at a time
         return saved, tokens * v * (beta + 4) / LOSS_CHUNKS, 2 * tokens * v * 4 / LOSS_CHUNKS
     logits = tokens * v * beta  # the head's output, alive until the loss is taken
@@ -44,4 +55,4 @@ def _head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
     return saved, fwd, bwd
 
 
-__all__ = ["LOSS_CHUNKS", "Head"]
+__all__ = ["LOSS_CHUNKS", "Head", "head_bytes", "head_terms"]

@@ -19,18 +19,12 @@ Then the allocator's reserve and the CUDA context, cuBLAS and NCCL give the rese
 from __future__ import annotations
 
 from gpuplan.core.sizing.activations import activation_key, regime_of, resolve, saved_bytes_per_sample
-from gpuplan.core.sizing.levels import ALLOC_BLOCK, _reserve_and_device, memory_out
+from gpuplan.core.sizing.levels import ALLOC_BLOCK, memory_out, reserve_and_device
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving_memory import INT4_BYTES_PER_PARAM, WEIGHT_BYTES, estimate_inference, kv_cache_bytes
 from gpuplan.core.sizing.stack import NF4_BYTES_PER_PARAM, QloraImpl, check_stack, load_peak_bytes
 from gpuplan.core.sizing.states import adafactor_state_elements
-from gpuplan.core.sizing.training_memory import (
-    PHASES,
-    TrainingTerms,
-    alloc_terms,
-    estimate_training,
-    layout_device_bytes,
-)
+from gpuplan.core.sizing.training_memory import PHASES, MemoryCache, estimate_training, layout_memory
 from gpuplan.schema.estimate import ActivationTable, MemoryEstimate, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -38,17 +32,18 @@ from gpuplan.schema.project import Layout, Workload
 
 def estimate_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
                     table: ActivationTable, oh: Overheads, qlora: QloraImpl | None = None,
-                    cache: dict[tuple[object, ...], object] | None = None) -> MemoryEstimate:
+                    cache: MemoryCache | dict[tuple[object, ...], object] | None = None) -> MemoryEstimate:
     """Peak memory per GPU of `w` on `gpus` GPUs laid out as `lay`, and of loading its checkpoint. `qlora`: the
     4-bit implementation when it is not `w.framework`'s (e.g. an old bitsandbytes, stack.qlora_impl); `cache`:
-    a training estimate's shared terms (TrainingTerms: the search passes its own)."""
+    the parts of the training layouts estimated so far (the search passes its MemoryCache; a plain dict, what
+    candidate.Context holds by default, keeps nothing)."""
     check_stack(arch, w)
-    if w.task == "inference":
-        m = estimate_inference(arch, p, w, lay, gpus, oh)
-    else:
-        m = estimate_training(arch, p, w, lay, gpus, table, oh, qlora, cache)
+    if w.task != "inference":
+        return estimate_training(arch, p, w, lay, gpus, table, oh, qlora,
+                                 cache if isinstance(cache, MemoryCache) else None)
+    m = estimate_inference(arch, p, w, lay, gpus, oh)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
-    device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+    device = reserve_and_device(load, 0, oh, gpus, lay, False)[1]
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
 
 
@@ -58,16 +53,15 @@ __all__ = [
     "NF4_BYTES_PER_PARAM",
     "PHASES",
     "WEIGHT_BYTES",
+    "MemoryCache",
     "QloraImpl",
-    "TrainingTerms",
     "activation_key",
     "adafactor_state_elements",
-    "alloc_terms",
     "estimate_inference",
     "estimate_memory",
     "estimate_training",
     "kv_cache_bytes",
-    "layout_device_bytes",
+    "layout_memory",
     "load_peak_bytes",
     "memory_out",
     "regime_of",

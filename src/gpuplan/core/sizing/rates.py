@@ -4,6 +4,7 @@ collective times, calibration spans. Pure functions over the GPU row and data/sp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from gpuplan.core.sizing.lora import block_linears
@@ -18,7 +19,7 @@ from gpuplan.schema.speed import GenerationEfficiency, Span, SpeedModel, SpeedPa
 GB = 1e9
 
 
-def _span(v: float, sm: SpeedModel, *, speed: bool = False) -> Span:
+def span(v: float, sm: SpeedModel, *, speed: bool = False) -> Span:
     """(low, high) around `v` from the calibration spread of measured/predicted speed; a time is the
     inverse of a speed, so its range flips."""
     lo, hi = sm.params.range_low, sm.params.range_high
@@ -47,14 +48,20 @@ def peak_flops(gpu: Gpu, precision: str, tf32: bool = False) -> float:
     return t.fp16 * 1e12
 
 
-def _base_efficiency(gen: GenerationEfficiency, precision: str) -> float:
+def base_efficiency(gen: GenerationEfficiency, precision: str) -> float:
     cls = precision_class(precision)
     return gen.matmul_fp32 if cls == "fp32" else (gen.matmul_fp8 if cls == "fp8" else gen.matmul_16bit)
 
 
 def matmul_efficiency(gen: GenerationEfficiency, sm: SpeedModel, precision: str, tokens: float) -> float:
     """Fraction of the dense peak the matmuls of a micro-batch of `tokens` tokens (per GPU) reach."""
-    return _base_efficiency(gen, precision) * tokens / (tokens + sm.params.matmul_half_tokens)
+    return efficiency_at(base_efficiency(gen, precision), tokens, sm.params.matmul_half_tokens)
+
+
+def efficiency_at(base: float, tokens: float, half_tokens: float) -> float:
+    """`matmul_efficiency` from its terms: the generation's efficiency at the precision (`base_efficiency`) and the
+    micro-batch's tokens per GPU against the tokens at which half of it is reached (what a search reads once)."""
+    return base * tokens / (tokens + half_tokens)
 
 
 def link_gbs(gpu: Gpu, sm: SpeedModel, group: int, gpus_per_node: int) -> float:
@@ -63,20 +70,20 @@ def link_gbs(gpu: Gpu, sm: SpeedModel, group: int, gpus_per_node: int) -> float:
     p = sm.params
     if group > gpus_per_node:
         net = sm.generations[gpu.generation].network_gbs_per_gpu
-        bw = min(net, _intranode_gbs(gpu, sm, gpus_per_node))
+        bw = min(net, intranode_gbs(gpu, sm, gpus_per_node))
     else:
-        bw = _intranode_gbs(gpu, sm, group)
+        bw = intranode_gbs(gpu, sm, group)
     return bw * p.link_efficiency
 
 
-def _node_gpus(gpu: Gpu) -> int:
+def node_gpus(gpu: Gpu) -> int:
     """GPUs that share the fast link: an NVLink/Infinity Fabric domain (8 on a board, 72 in an NVL72 rack), else
     the 8 of a server."""
     ic = gpu.interconnect
     return max(ic.domain_gpus, 8) if ic.kind in ("nvlink-switch", "infinity-fabric", "roce-on-die") else 8
 
 
-def _intranode_gbs(gpu: Gpu, sm: SpeedModel, group: int) -> float:
+def intranode_gbs(gpu: Gpu, sm: SpeedModel, group: int) -> float:
     ic = gpu.interconnect
     if ic.kind != "none" and group <= ic.domain_gpus:
         return ic.bandwidth_gbs / 2
@@ -85,10 +92,21 @@ def _intranode_gbs(gpu: Gpu, sm: SpeedModel, group: int) -> float:
     return sm.params.pcie_p2p_gbs.get(str(ic.pcie_gen), 22.0)
 
 
-def _exposed(t: float, window: float, overlap: float) -> float:
+def exposed(t: float, window: float, overlap: float) -> float:
     """What a transfer of `t` seconds leaves exposed beside `window` seconds of compute it can overlap with:
     all that does not fit, and (1 - overlap) of what does (contention)."""
-    return max(t - window, 0.0) + (1 - overlap) * min(t, window)
+    return exposed_of(((t, window, 1),), overlap)
+
+
+def exposed_of(transfers: Iterable[tuple[float, float, int]], overlap: float) -> float:
+    """What transfers of (seconds, the seconds of compute each can overlap with, how many times) leave exposed in
+    all: `exposed` of each, times its count, summed in order (the collectives of a step, in one call)."""
+    keep = 1 - overlap
+    total = 0.0
+    for t, window, times in transfers:
+        late = t - window
+        total += times * ((late if late > 0.0 else 0.0) + keep * (t if t < window else window))  # noqa: FURB136 (calls)
+    return total
 
 
 def host_link_gbs(gpu: Gpu, sm: SpeedModel) -> float:
@@ -97,26 +115,26 @@ def host_link_gbs(gpu: Gpu, sm: SpeedModel) -> float:
     return sm.params.host_link_gbs.get(str(ic.pcie_gen), 25.0) * ic.pcie_lanes / 16
 
 
-def _stack_factor(w: Workload, prm: SpeedParams) -> float:
+def stack_factor(w: Workload, prm: SpeedParams) -> float:
     """A GPU's own step / the tuned stack's: 1, or the eager factor (divided by compile's speed-up)."""
     if w.stack != "eager":
         return 1.0
     return max(prm.eager_step_factor / (prm.compile_speedup if w.compile else 1.0), 1.0)
 
 
-def _allreduce_s(bytes_: float, n: int, bw_gbs: float, latency: float) -> float:
+def allreduce_s(bytes_: float, n: int, bw_gbs: float, latency: float) -> float:
     if n <= 1 or bytes_ <= 0:
         return 0.0
     return 2 * (n - 1) / n * bytes_ / (bw_gbs * GB) + 2 * math.ceil(math.log2(n)) * latency
 
 
-def _param_tensors(arch: ModelArch) -> int:
+def param_tensors(arch: ModelArch) -> int:
     """Parameter tensors of a transformer, roughly: each linear's weight (and bias), two norms per layer."""
     linears = sum(mult for _, _, _, mult in block_linears(arch)) if arch.kind != "cnn" else 3 * arch.num_layers
     return int(linears * (2 if arch.qkv_bias or arch.mlp_bias else 1) + arch.num_layers * arch.norms_per_layer + 3)
 
 
-def _lora_linears(arch: ModelArch, w: Workload) -> int:
+def lora_linears(arch: ModelArch, w: Workload) -> int:
     if w.task not in ("lora", "qlora"):
         return 0
     targets = (w.lora.targets if w.lora else ["all-linear"])
@@ -166,28 +184,28 @@ def workload_terms(arch: ModelArch, p: ParamCount, w: Workload, sm: SpeedModel) 
     kernel_s = prm.kernel_launch_s
     lm_head = arch.kind in ("decoder", "encoder-decoder") and w.task != "inference"
     fp8 = precision_class(w.precision) == "fp8"
-    eager_attention = w.attention == "eager" and prm.eager_attention_factor
+    eager_factor = prm.eager_attention_factor if w.attention == "eager" else None
     return WorkloadTerms(
         frozen=w.task in ("lora", "qlora"), eager=w.attention == "eager", cnn=arch.kind == "cnn", fp8=fp8,
         layers=arch.num_layers + arch.num_decoder_layers, kernels_per_layer=prm.kernels_per_layer,
-        kernels_per_lora=prm.kernels_per_lora_linear, lora_linears=_lora_linears(arch, w),
+        kernels_per_lora=prm.kernels_per_lora_linear, lora_linears=lora_linears(arch, w),
         dequant=(p.block_linear_weights, prm.qlora_dequant_bytes_per_param) if w.task == "qlora" else None,
         master_bytes=2 if w.precision == "bf16" else 4, opt_per_param=per_param.get(w.optimizer, per_param["adamw"]),
         unfused=prm.optimizer_unfused_traffic if w.optimizer_implementation != "fused" else None,
-        opt_launches=(_param_tensors(arch) * prm.optimizer_kernels_per_tensor * kernel_s
+        opt_launches=(param_tensors(arch) * prm.optimizer_kernels_per_tensor * kernel_s
                       if w.optimizer_implementation == "for-loop" else 0.0),
         lm_chunked=lm_head and w.loss == "chunked", logit_passes=prm.logits_fp32_passes,
         offload_acts=bool(w.activation_offload),
         unpacked=w.packing is False and w.task in ("full-finetune", "lora", "qlora"), fill=prm.unpacked_token_fill,
         in_backward=bool(w.optimizer_in_backward),
-        af=prm.eager_attention_factor if eager_attention else prm.attention_factor,
+        af=eager_factor if eager_factor else prm.attention_factor,
         elem_passes=prm.elementwise_passes + (prm.fp8_cast_passes if fp8 else 0.0), launch=kernel_s,
-        factor=_stack_factor(w, prm), eager_step=prm.eager_step_factor if w.stack == "eager" else 1.0,
+        factor=stack_factor(w, prm), eager_step=prm.eager_step_factor if w.stack == "eager" else 1.0,
         tuned=w.stack != "eager",
     )
 
 
-def _calibration_notes(gen: GenerationEfficiency) -> list[Note]:
+def calibration_notes(gen: GenerationEfficiency) -> list[Note]:
     if gen.basis != "prior":
         return []
     return [Note(code="speed-uncalibrated", severity="warning",
@@ -202,5 +220,10 @@ def tokens_per_sample(arch: ModelArch, w: Workload) -> int:
     return 1 if arch.kind == "cnn" else r.seq
 
 
-__all__ = ["GB", "WorkloadTerms", "host_link_gbs", "link_gbs", "matmul_efficiency", "peak_flops", "precision_class",
-           "tokens_per_sample", "workload_terms"]
+#: the names serving.py and traced.py import, as they were spelled before these became public (to go once they read
+#: the public names)
+_base_efficiency, _calibration_notes, _node_gpus, _span = base_efficiency, calibration_notes, node_gpus, span
+
+__all__ = ["GB", "WorkloadTerms", "allreduce_s", "base_efficiency", "calibration_notes", "efficiency_at", "exposed",
+           "exposed_of", "host_link_gbs", "link_gbs", "matmul_efficiency", "node_gpus", "peak_flops", "precision_class",
+           "span", "stack_factor", "tokens_per_sample", "workload_terms"]

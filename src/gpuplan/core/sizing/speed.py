@@ -27,19 +27,20 @@ from __future__ import annotations
 
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
-    _base_efficiency,
-    _calibration_notes,
-    _span,
-    _stack_factor,
+    base_efficiency,
+    calibration_notes,
     host_link_gbs,
     link_gbs,
     matmul_efficiency,
     peak_flops,
     precision_class,
+    span,
+    stack_factor,
     tokens_per_sample,
 )
 from gpuplan.core.sizing.serving import estimate_inference_speed
-from gpuplan.core.sizing.step import StepTime, StepWork, step_time
+from gpuplan.core.sizing.step import StepWork
+from gpuplan.core.sizing.step_time import StepTime, step_time
 from gpuplan.schema.estimate import ActivationTable, Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -63,16 +64,16 @@ def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: La
 def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel,
                           total_tokens: float | None) -> SpeedResult:
     """The SpeedResult of a timed step: figures with their ranges, the step's breakdown, assumptions and notes."""
-    prm, w, gen = sm.params, work.w, sm.generations[gpu.generation]
+    prm, w, gen = sm.params, work.workload, sm.generations[gpu.generation]
     notes: list[Note] = []
     if w.precision.startswith("bf16") and not gpu.tflops.bf16:
         notes.append(Note(code="no-bf16", severity="warning",
                           message=f"{gpu.name} has no bf16 tensor cores; timed as fp16 (bf16 runs far slower)"))
     assumptions = [
         f"matmul efficiency {st.eff:.0%} of the {st.peak / 1e12:,.0f} TFLOPS {precision_class(w.precision)} dense "
-        f"peak ({gen.id}: {_base_efficiency(gen, w.precision):.0%}"
+        f"peak ({gen.id}: {base_efficiency(gen, w.precision):.0%}"
         f" for large micro-batches, {gen.basis}; x the micro-batch penalty)",
-        f"{work.micro} micro-batch(es) of {work.r.batch} x {work.tok_sample} tokens per GPU per step; {work.dp}-way "
+        f"{work.micro} micro-batch(es) of {work.batch} x {work.tok_sample} tokens per GPU per step; {work.dp}-way "
         "data parallel",
         f"plain eager PyTorch + transformers: x{prm.eager_step_factor:g} the tuned step (measured on an H200)"
         if w.stack == "eager" else
@@ -83,7 +84,7 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
         assumptions.append(f"goodput {st.goodput:.0%}: restarts, evaluation and checkpoints on a run longer than "
                            f"{prm.goodput_threshold_hours:g} h")
     assumptions += _stack_assumptions(work, st, gpu, sm)
-    notes += _calibration_notes(gen)
+    notes += calibration_notes(gen)
     if w.optimizer_in_backward and work.micro > 1:
         notes.append(Note(code="optimizer-in-backward-accumulation", severity="warning",
                           message=f"optimizer_in_backward cannot accumulate gradients over the {work.micro} micro-batches "
@@ -95,13 +96,13 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
     if st.t_offload or st.t_cpu_opt:  # only when something is offloaded: plain runs keep their keys
         breakdown.update(offload=st.t_offload, cpu_optimizer=st.t_cpu_opt)
     time = TimeEstimate(
-        tokens_per_s=tps, tokens_per_s_range=_span(tps, sm, speed=True),
-        tokens_per_s_per_gpu=tps / work.gpus, step_seconds=st.step, step_seconds_range=_span(st.step, sm),
-        steps=st.steps, tokens=total_tokens, wall_hours=wall, wall_hours_range=None if wall is None else _span(wall, sm),
-        gpu_hours=gpu_hours, gpu_hours_range=None if gpu_hours is None else _span(gpu_hours, sm),
+        tokens_per_s=tps, tokens_per_s_range=span(tps, sm, speed=True),
+        tokens_per_s_per_gpu=tps / work.gpus, step_seconds=st.step, step_seconds_range=span(st.step, sm),
+        steps=st.steps, tokens=total_tokens, wall_hours=wall, wall_hours_range=None if wall is None else span(wall, sm),
+        gpu_hours=gpu_hours, gpu_hours_range=None if gpu_hours is None else span(gpu_hours, sm),
         goodput=st.goodput, mfu=st.mfu, efficiency=st.eff, step_breakdown_s=breakdown, assumptions=assumptions,
     )
-    tf = work.tf
+    tf = work.flops
     compute = ComputeOut(flops_per_token=tf.model_per_token, hardware_flops_per_token=tf.hardware_per_token,
                          flops_total=tf.model_per_token * total_tokens if total_tokens is not None else None)
     return SpeedResult(compute=compute, time=time, notes=notes)
@@ -109,11 +110,11 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
 
 def _stack_assumptions(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel) -> list[str]:
     """What the stack features and offload add to the step, in words."""
-    w, lay, prm = work.w, work.lay, sm.params
+    w, lay, prm = work.workload, work.layout, sm.params
     out = []
     if w.stack == "eager" and w.compile:
         out.append(f"torch.compile: the eager stack's x{prm.eager_step_factor:g} becomes "
-                   f"x{_stack_factor(w, prm):.2f} (compiled {prm.compile_speedup:g}x faster, torchtune)")
+                   f"x{stack_factor(w, prm):.2f} (compiled {prm.compile_speedup:g}x faster, torchtune)")
     if work.logit_bytes:
         out.append(f"chunked cross-entropy: {prm.logits_fp32_passes:g} passes over the fp32 logits saved")
     if work.fill != 1.0:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.sizing.activations import _compute_bytes
-from gpuplan.core.sizing.levels import _round
+from gpuplan.core.sizing.activations import compute_bytes
+from gpuplan.core.sizing.levels import round_block
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.errors import InputError
 from gpuplan.schema.model import ModelArch
@@ -119,7 +119,7 @@ def load_peak_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, we
     head = arch.vocab_size * arch.hidden_size if (w.task == "qlora" and qlora_impl(w).quantize_head
                                                   and head_of(arch, w) == "causal-lm") else 0
     largest = max(p.largest_linear_weight, head)
-    return weights + _round(2 * largest / (lay.tp * lay.pp))
+    return weights + round_block(2 * largest / (lay.tp * lay.pp))
 
 
 def qlora_terms(arch: ModelArch, p: ParamCount, w: Workload, tp: int, impl: QloraImpl) -> tuple[float, float]:
@@ -134,7 +134,7 @@ def qlora_terms(arch: ModelArch, p: ParamCount, w: Workload, tp: int, impl: Qlor
     if impl.keeps_inputs and not w.gradient_checkpointing:  # reentrant checkpointing drops the nodes in forward
         new, every = retained_input_elements(arch, w)
         layers = arch.num_layers + arch.num_decoder_layers
-        retained = layers * _compute_bytes(w) * (new + (every if impl.keeps_last_graph else 0.0)) / tp
+        retained = layers * compute_bytes(w) * (new + (every if impl.keeps_last_graph else 0.0)) / tp
     return retained, dequant
 
 
@@ -145,7 +145,7 @@ def fused_activation_saving(arch: ModelArch, w: Workload, tp: int) -> float:
     transformers' `gelu_new` (NewGELUActivation) is a composite of elementwise ops that keeps 3 more tensors of the
     MLP's width (counted with saved_tensors_hooks: 4 against 1)."""
     if w.framework == "litgpt" and arch.activation == "gelu_new":
-        return 3 * arch.intermediate_size * _compute_bytes(w) / tp
+        return 3 * arch.intermediate_size * compute_bytes(w) / tp
     return 0.0
 
 
