@@ -1,11 +1,29 @@
 """The serving model's solvers, held to what they replace: an objective checked from the CDF decides as the
-bisected percentile does (Dist.exceeds)."""
+bisected percentile does (Dist.exceeds), a state made from its arrivals per step is the fixed point the rate
+solves to (batching.state_at), a closed load's rate holds Little's law to 1e-9 and agrees with the old nested
+solve, and capacity keeps the latencies at its rate."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from gpuplan.core.sizing.queueing import Dist
+from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate, solve_state, state_at
+from gpuplan.core.sizing.queueing import Dist, Targets, capacity, closed_rate, latency, mean_e2e
+from gpuplan.core.sizing.tp_comm import AllReduce
+
+COST = StepCost(weights_s=6e-3, kv_s_per_token=4.9e-8, decode_flop_s=1.9e-5, prefill_flop_s=1.9e-5,
+                attn_s_per_pair=7e-10, fixed_s=2.1e-3)
+TP4 = replace(COST, weights_s=13e-3, kv_s_per_token=3e-8, allreduces=160, allreduce_bytes_per_token=16384,
+              allreduce=AllReduce(tp=4, kind="nvlink", latency=8.2e-6, per_byte=3.05e-11, nccl_latency=2.5e-5,
+                                  ring_per_byte=1.5 / 360e9))
+ENGINES = [Engine(cost=COST, budget=8192, max_seqs=1024, kv_tokens=400_000, prompt=512, output=128),
+           Engine(cost=COST, budget=2048, max_seqs=256, kv_tokens=200_000, prompt=3000, output=300, prompt_std=900,
+                  output_std=90),
+           Engine(cost=TP4, budget=8192, max_seqs=1024, kv_tokens=300_000, prompt=1024, output=256, prompt_std=300,
+                  output_std=60, poisson=False)]
+
 
 def _dists() -> list[Dist]:
     out = []
@@ -38,3 +56,50 @@ def test_a_rare_long_wait_keeps_the_bisections_answer() -> None:
     lo, hi = d.bracket(0.9)
     assert hi < lo and d.quantile(0.9) == 0.0  # the old bisection's answer, which the search's decisions saw
     assert not d.exceeds(0.1, 0.9)
+
+
+@pytest.mark.parametrize("e", ENGINES)
+def test_a_state_from_its_arrivals_is_the_rates_fixed_point(e: Engine) -> None:
+    sat = saturation_rate(e)
+    near = solve_state(e, 0.9 * sat)
+    for share in (0.01, 0.2, 0.5, 0.9, 1.0):
+        s = state_at(e, share * 0.9 * sat * near.step_s)
+        assert s is not None
+        cold = solve_state(e, s.rate)
+        assert cold.step_s == pytest.approx(s.step_s, rel=2e-7)
+        assert (cold.stable, cold.bound, cold.chunks) == (s.stable, s.bound, s.chunks)
+        assert s.rate * s.step_s == pytest.approx(share * 0.9 * sat * near.step_s, rel=1e-15)
+    assert state_at(e, 0.0) is None and state_at(e, e.budget) is None  # no arrivals; past the budget
+
+
+@pytest.mark.parametrize("e", ENGINES)
+@pytest.mark.parametrize("users,think", [(1, 0.0), (8, 0.0), (64, 0.0), (200, 0.0), (64, 2.0), (500, 5.0)])
+def test_a_closed_load_holds_littles_law(e: Engine, users: int, think: float) -> None:
+    load = closed_rate(e, users, think)
+    assert load.state is not None and load.state.rate == load.rate
+    lat = latency(e, load.rate, load.state, queued_s=load.queued_s)
+    in_loop = load.rate * (think + lat.e2e.mean)
+    if load.queued_s == 0.0:
+        assert in_loop == pytest.approx(users, rel=1e-9)
+        # the same latency from a cold fixed point at that rate: what the nested solve used (to 1e-7 of x)
+        assert latency(e, load.rate).e2e.mean == pytest.approx(lat.e2e.mean, rel=1e-6)
+    else:  # more users than it sustains: its saturation rate, the rest queued in front
+        assert load.rate == saturation_rate(e) * (1 - 1e-6)
+        assert in_loop == pytest.approx(users, rel=1e-9)
+
+
+@pytest.mark.parametrize("e", ENGINES)
+def test_the_lean_mean_is_latencys(e: Engine) -> None:
+    for share in (0.1, 0.6, 0.95):
+        s = solve_state(e, share * saturation_rate(e))
+        assert mean_e2e(e, s) == latency(e, s.rate, s).e2e.mean
+
+
+@pytest.mark.parametrize("e", ENGINES)
+def test_capacity_keeps_the_latencies_at_its_rate(e: Engine) -> None:
+    for tg in (Targets(), Targets(ttft_s=0.5, itl_s=0.05), Targets(e2e_s=1e-6)):
+        cap = capacity(e, tg, 0.9)
+        if cap.rate > 0:
+            assert cap.at == latency(e, cap.rate)
+        else:
+            assert cap.at is None

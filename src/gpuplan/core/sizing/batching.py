@@ -121,13 +121,13 @@ def decode_steps(e: Engine) -> float:
     return max(e.output - 1.0, 0.0)
 
 
-def _step_parts(e: Engine, rate: float, x: float) -> tuple[float, float, float, float, int, float, str]:
-    """(t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound) at mean step time x."""
-    d = rate * x * decode_steps(e)
+def _step_parts(e: Engine, arrivals: float) -> tuple[float, float, float, float, int, float, str]:
+    """(t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound) when `arrivals` requests
+    arrive in a mean step (λx): the step is a function of that alone."""
+    d = arrivals * decode_steps(e)
     budget_left = e.budget - d
     if budget_left <= 0:
         return 0.0, 0.0, 0.0, d, 1, 1.0, "budget"
-    arrivals = rate * x
     per_step = arrivals * e.prompt
     load = per_step / budget_left
     chunks = k = max(math.ceil(e.prompt / budget_left), 1)
@@ -143,6 +143,21 @@ def _step_parts(e: Engine, rate: float, x: float) -> tuple[float, float, float, 
     return t_d, t_m, m, d, chunks, load, ""
 
 
+def state_at(e: Engine, arrivals: float) -> State | None:
+    """The steady state in which `arrivals` requests arrive in a mean step: the step time x that load makes, at
+    the rate arrivals / x, a fixed point by construction (None: past the token budget, or no arrivals). A closed
+    load is solved over this (core/sizing/queueing.closed_rate), one step time per trial, no fixed point to
+    iterate at each."""
+    if arrivals <= 0:
+        return None
+    parts = _step_parts(e, arrivals)
+    if parts[6] or parts[5] >= 1.0:
+        return None
+    t_d, t_m, m = parts[0], parts[1], parts[2]
+    x = (1 - m) * t_d + m * t_m
+    return _state(e, arrivals / x, x, parts)
+
+
 def solve_state(e: Engine, rate: float) -> State:
     """The engine's steady state at `rate` requests/s (a fixed point of the mean step time)."""
     t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
@@ -150,7 +165,7 @@ def solve_state(e: Engine, rate: float) -> State:
         return State(rate=0.0, stable=True, bound="", step_s=t0, decode_s=t0, mixed_s=t0, chunks=1)
 
     def gap(x: float) -> tuple[float, tuple[float, float, float, float, int, float, str]]:
-        parts = _step_parts(e, rate, x)
+        parts = _step_parts(e, rate * x)
         if parts[6] or parts[5] >= 1.0:
             return math.inf, parts
         t_d, t_m, m = parts[0], parts[1], parts[2]
@@ -258,4 +273,12 @@ def saturation_rate(e: Engine) -> float:
     return lo
 
 
-__all__ = ["Engine", "State", "StepCost", "decode_steps", "saturation_rate", "solve_state"]
+@lru_cache(maxsize=4096)
+def saturation_state(e: Engine) -> State:
+    """The steady state just below the saturation rate (1 - 1e-6 of it), where a closed load that asks for more
+    runs (memoized with it: every load on the engine starts from it)."""
+    return solve_state(e, saturation_rate(e) * (1 - 1e-6))
+
+
+__all__ = ["Engine", "State", "StepCost", "decode_steps", "saturation_rate", "saturation_state", "solve_state",
+           "state_at"]

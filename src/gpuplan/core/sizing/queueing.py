@@ -18,7 +18,15 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gpuplan.core.sizing.batching import Engine, State, decode_steps, saturation_rate, solve_state
+from gpuplan.core.sizing.batching import (
+    Engine,
+    State,
+    decode_steps,
+    saturation_rate,
+    saturation_state,
+    solve_state,
+    state_at,
+)
 
 PERCENTILES = (50, 90, 99)
 
@@ -127,10 +135,9 @@ def _drift_var(e: Engine, s: State, window: float) -> float:
     return (rel * s.step_s) ** 2
 
 
-def latency(e: Engine, rate: float, state: State | None = None, queued_s: float = 0.0) -> Latency:
-    """The latencies of `e`'s requests at `rate` requests/s (a stable rate: see batching.saturation_rate).
-    `queued_s`: a wait before the engine admits a request (a closed load beyond what it holds)."""
-    s = state or solve_state(e, rate)
+def _terms(e: Engine, s: State, rate: float) -> tuple[float, float, float, float, float]:
+    """(the mean rest of the step a request arrives in, its variance; the chance it waits for prefill and the mean
+    of that wait; its own prefill) at state `s`: what every latency is made of."""
     x, m = s.step_s, s.mixed_share
     ex2 = (1 - m) * s.decode_s ** 2 + m * s.mixed_s ** 2
     ex3 = (1 - m) * s.decode_s ** 3 + m * s.mixed_s ** 3
@@ -146,7 +153,15 @@ def latency(e: Engine, rate: float, state: State | None = None, queued_s: float 
         p_wait, theta = rho, wait / rho
     else:
         p_wait = theta = 0.0
-    own = s.own_prefill_s or s.chunks * s.mixed_s
+    return resid, resid_var, p_wait, theta, s.own_prefill_s or s.chunks * s.mixed_s
+
+
+def latency(e: Engine, rate: float, state: State | None = None, queued_s: float = 0.0) -> Latency:
+    """The latencies of `e`'s requests at `rate` requests/s (a stable rate: see batching.saturation_rate).
+    `queued_s`: a wait before the engine admits a request (a closed load beyond what it holds)."""
+    s = state or solve_state(e, rate)
+    x, m = s.step_s, s.mixed_share
+    resid, resid_var, p_wait, theta, own = _terms(e, s, rate)
     own_sd = own * e.prompt_std / e.prompt if e.prompt > 0 else 0.0
     ttft = Dist(queued_s + resid + own, math.sqrt(resid_var + own_sd ** 2), p_wait, theta)
     dsteps = decode_steps(e)
@@ -160,42 +175,72 @@ def latency(e: Engine, rate: float, state: State | None = None, queued_s: float 
     return Latency(state=s, ttft=ttft, itl=itl, e2e=e2e)
 
 
-def closed_rate(e: Engine, users: float, think_s: float, sat: float | None = None) -> tuple[float, float]:
-    """(the arrival rate `users` requests in a loop make, each the next `think_s` after its answer: λ = N / (think
-    + e2e(λ)); the wait before admission). When they would ask for more than the engine sustains: its saturation
-    rate, and the rest of them wait in front of it (Little's law: N / λ - think - e2e)."""
+def mean_e2e(e: Engine, s: State) -> float:
+    """latency(e, s.rate, s).e2e.mean (no wait before admission) without the spreads: what a closed load's rate
+    is solved with."""
+    resid, _, p_wait, theta, own = _terms(e, s, s.rate)
+    return Dist(0.0 + resid + own + decode_steps(e) * s.step_s, 0.0, p_wait, theta).mean
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """An engine under a closed load: the arrival rate it serves, the wait in front of it (the users beyond what
+    it sustains) and its steady state there (None: it serves nothing)."""
+
+    rate: float
+    queued_s: float
+    state: State | None
+
+
+def _excess(e: Engine, s: State, users: float, think_s: float) -> float:
+    """Requests in the loop at `s` beyond `users`: λ (think + e2e(λ)) - N, growing with the load."""
+    return s.rate * (think_s + mean_e2e(e, s)) - users
+
+
+def _shrink(f: float, f_before: float) -> float:
+    """Anderson-Björck's weight for the end false position keeps: 1 - f / f_before, else Illinois' 1/2."""
+    m = 1 - f / f_before if f_before and math.isfinite(f) else 0.5
+    return m if m > 0 else 0.5
+
+
+def closed_rate(e: Engine, users: float, think_s: float, sat: float | None = None) -> Load:
+    """The arrival rate `users` requests in a loop make, each the next `think_s` after its answer (λ = N / (think
+    + e2e(λ))), and the state there. When they would ask for more than the engine sustains: its saturation rate,
+    and the rest of them wait in front of it (Little's law: N / λ - think - e2e).
+
+    Solved over the arrivals per step a = λx (batching.state_at), where each trial is one step time, not a fixed
+    point: false position (Anderson-Björck) from no load to the saturation rate's a, to 1e-9 of the users."""
     top = saturation_rate(e) if sat is None else sat
     if top <= 0:
-        return 0.0, 0.0
-
-    def excess(rate: float) -> float:
-        return rate * (think_s + latency(e, rate).e2e.mean) - users
-
+        return Load(rate=0.0, queued_s=0.0, state=None)
     hi = top * (1 - 1e-6)
-    short = excess(hi)
-    if short < 0:
-        return hi, -short / hi
-    lo, f_lo, f_hi, side = 0.0, -users, short, 0
-    for _ in range(60):  # Illinois false position: the excess grows with the rate
-        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-        if not lo < mid < hi:
-            mid = (lo + hi) / 2
-        f = excess(mid)
+    near = saturation_state(e)
+    s_hi = near if near.rate == hi else solve_state(e, hi)
+    short = _excess(e, s_hi, users, think_s)
+    if short < 0 or s_hi.step_s <= 0:
+        return Load(rate=hi, queued_s=max(-short / hi, 0.0), state=s_hi)
+    lo, f_lo, a_hi, f_hi, side = 0.0, -users, hi * s_hi.step_s, short, 0
+    for _ in range(100):
+        a = (lo * f_hi - a_hi * f_lo) / (f_hi - f_lo)
+        if not lo < a < a_hi:
+            a = (lo + a_hi) / 2
+        s = state_at(e, a)
+        f = math.inf if s is None else _excess(e, s, users, think_s)
+        if s is not None and abs(f) <= 1e-9 * users:
+            return Load(rate=s.rate, queued_s=0.0, state=s)
         if f < 0:
-            lo, f_lo = mid, f
-            if side == 1:
-                f_hi /= 2
-            side = 1
+            if side == 1:  # the same end twice: shrink the other's weight
+                f_hi *= _shrink(f, f_lo)
+            lo, f_lo, side = a, f, 1
         else:
-            hi, f_hi = mid, f
             if side == -1:
-                f_lo /= 2
-            side = -1
-        if abs(f) <= 1e-6 * users:
-            return mid, 0.0
-        if hi - lo <= 1e-7 * hi:
+                f_lo *= _shrink(f, f_hi)
+            a_hi, f_hi, side = a, f, -1
+        if a_hi - lo <= 1e-13 * a_hi:
             break
-    return (lo + hi) / 2, 0.0
+    mid = state_at(e, (lo + a_hi) / 2)
+    return Load(rate=mid.rate, queued_s=0.0, state=mid) if mid is not None else Load(rate=hi, queued_s=0.0,
+                                                                                         state=s_hi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,34 +266,45 @@ class Targets:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """The highest arrival rate within the objectives, what bounds it, and the latencies there (None at 0)."""
+
+    rate: float
+    bound: str
+    at: Latency | None
+
+
 @lru_cache(maxsize=4096)
-def capacity(e: Engine, targets: Targets, max_utilization: float,
-             sat: float | None = None) -> tuple[float, str]:
-    """(the highest arrival rate within the objectives, what bounds it): without objectives, `max_utilization` of
-    the saturation rate. Latency grows with the rate, so the objectives are checked by bisection."""
+def capacity(e: Engine, targets: Targets, max_utilization: float, sat: float | None = None) -> Capacity:
+    """The highest arrival rate within the objectives: without objectives, `max_utilization` of the saturation
+    rate. Latency grows with the rate, so the objectives are checked by bisection."""
     top = saturation_rate(e) if sat is None else sat
     if top <= 0:
-        return 0.0, solve_state(e, 1e-9).bound or "kv-cache"
+        return Capacity(0.0, solve_state(e, 1e-9).bound or "kv-cache", None)
     if not targets.any:
-        return top * max_utilization, solve_state(e, top * 1.0001).bound or "compute"
+        cap = top * max_utilization
+        return Capacity(cap, solve_state(e, top * 1.0001).bound or "compute", latency(e, cap) if cap > 0 else None)
     hi = top * (1 - 1e-4)
     first = targets.missed(latency(e, 1e-9 * top))
     if first is not None:
-        return 0.0, first
-    bound = targets.missed(latency(e, hi))
+        return Capacity(0.0, first, None)
+    at_hi = latency(e, hi)
+    bound = targets.missed(at_hi)
     if bound is None:
-        return hi, solve_state(e, top * 1.0001).bound or "compute"
-    lo = 0.0
+        return Capacity(hi, solve_state(e, top * 1.0001).bound or "compute", at_hi)
+    lo, at_lo = 0.0, None
     for _ in range(40):
         mid = (lo + hi) / 2
-        why = targets.missed(latency(e, mid))
+        at = latency(e, mid)
+        why = targets.missed(at)
         if why is None:
-            lo = mid
+            lo, at_lo = mid, at
         else:
             hi, bound = mid, why
         if hi - lo <= 5e-3 * hi:
             break
-    return lo, bound
+    return Capacity(lo, bound, at_lo)
 
 
-__all__ = ["PERCENTILES", "Dist", "Latency", "Targets", "capacity", "closed_rate", "latency"]
+__all__ = ["PERCENTILES", "Capacity", "Dist", "Latency", "Load", "Targets", "capacity", "closed_rate", "latency"]
