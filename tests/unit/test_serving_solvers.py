@@ -1,17 +1,26 @@
 """The serving model's solvers, held to what they replace: an objective checked from the CDF decides as the
 bisected percentile does (Dist.exceeds), a state made from its arrivals per step is the fixed point the rate
 solves to (batching.state_at), a closed load's rate holds Little's law to 1e-9 and agrees with the old nested
-solve, and capacity keeps the latencies at its rate."""
+solve, capacity keeps the latencies at its rate, and the search's serving timer (one timing per engine and load,
+counted once) gives the results a fresh estimate gives."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from gpuplan import api
+from gpuplan.catalog.loader import example_path
+from gpuplan.core.search import explore
+from gpuplan.core.search.serving_shapes import Served, ServingTimer
+from gpuplan.core.search.shapes import Config
 from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate, solve_state, state_at
 from gpuplan.core.sizing.queueing import Dist, Targets, capacity, closed_rate, latency, mean_e2e
+from gpuplan.core.sizing.serving import estimate_inference_speed
 from gpuplan.core.sizing.tp_comm import AllReduce
+from gpuplan.schema.hardware import Gpu
 
 COST = StepCost(weights_s=6e-3, kv_s_per_token=4.9e-8, decode_flop_s=1.9e-5, prefill_flop_s=1.9e-5,
                 attn_s_per_pair=7e-10, fixed_s=2.1e-3)
@@ -103,3 +112,36 @@ def test_capacity_keeps_the_latencies_at_its_rate(e: Engine) -> None:
             assert cap.at == latency(e, cap.rate)
         else:
             assert cap.at is None
+
+
+def test_the_serving_timer_times_once_and_gives_a_fresh_estimates_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every layout the search sizes, its result built from the timer's timing equals estimate_inference_speed's
+    on the same layout and GPU; a layout whose engine and load the timer has is not computed (nor counted) again,
+    and stats.candidates_evaluated counts the memory configurations and each timing once."""
+    seen: list[tuple[ServingTimer, Config, Gpu, int, Served]] = []
+    configs = [0]
+    size, shape = ServingTimer.size, explore.inference_configs
+
+    def spy(self: ServingTimer, c: Config, gpu: Gpu, ps: int) -> Served:
+        out = size(self, c, gpu, ps)
+        seen.append((self, c, gpu, ps, out))
+        return out
+
+    def count(*a: Any, **k: Any) -> list[Config]:
+        out = shape(*a, **k)
+        configs[0] += len(out)
+        return out
+
+    monkeypatch.setattr(ServingTimer, "size", spy)
+    monkeypatch.setattr(explore, "inference_configs", count)
+    res = api.plan(example_path("llama3-70b-serving"), top=3)
+    fresh = [s.key for *_, s in seen if s.fresh]
+    assert len(fresh) == len(set(fresh)) and len(fresh) < len(seen)  # some came from the cache, none twice
+    assert res.stats.candidates_evaluated == configs[0] + len(fresh)
+    timer = seen[0][0]
+    for _, c, gpu, ps, served in seen[::7]:
+        want = estimate_inference_speed(timer.arch, timer.p, c.workload, c.layout, c.n, gpu, timer.sm,
+                                        gpus_per_node=ps, serving=timer.serving,
+                                        reserved_bytes=timer.reserved_bytes(c))
+        assert timer.result(c, gpu, served) == want
+        assert want.inference is not None and timer.latency_s(c, served) == want.inference.request_latency_s

@@ -19,7 +19,7 @@ from gpuplan.core.search.candidate import Context, Pick, materialize, pick, stor
 from gpuplan.core.search.growth import growth_view
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
 from gpuplan.core.search.ranking import rank, reference, same_cost_usd
-from gpuplan.core.search.serving_shapes import serve_more
+from gpuplan.core.search.serving_shapes import Served, ServingTimer, serve_more
 from gpuplan.core.search.shapes import (
     PER_SERVER,
     SERVER_COUNTS,
@@ -30,7 +30,7 @@ from gpuplan.core.search.shapes import (
     slots_by_form,
     training_configs,
 )
-from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_usable
+from gpuplan.core.sizing.engine_memory import serving_usable
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import TrainingTerms, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -43,7 +43,6 @@ from gpuplan.core.sizing.project import (
 )
 from gpuplan.core.sizing.speed import (
     StepWork,
-    estimate_inference_speed,
     tokens_per_sample,
 )
 from gpuplan.core.sizing.step import GpuRates, StepTime, timed
@@ -55,6 +54,7 @@ from gpuplan.schema.plan import (
     Rejected,
 )
 from gpuplan.schema.project import LoraSpec, Project, Workload
+from gpuplan.schema.speed import SpeedResult
 from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
@@ -135,6 +135,8 @@ class _Search:
         #: serving: the servers of each (GPU, GPUs per server) the load needs, found while timing one server
         self.want_servers: dict[tuple[str, int], int] = {}
         self.engine = inp.serving.engine if inp.serving is not None and not self.training else None
+        self.serve = ServingTimer(arch, p, inp.overheads, inp.speed, inp.serving, self.engine, self.model_scale) if (
+            inp.serving is not None and not self.training) else None
 
     # ------------------------------------------------------------------------------------------ memory
     def shape(self, n: int, per_server: int) -> tuple[list[Config], int | None]:
@@ -174,20 +176,17 @@ class _Search:
             if at is None:
                 at = self.grown_at[(id(c), factor)] = self._grown_step(c, factor)
             return at
+        if self.serve is not None and self.engine is not None:
+            return self.serve.grown_bytes(c, factor, usable, self.grown_model(factor), self.w_grown)
         key = (c.key, factor, usable)
-        if key not in self.grown_dev:
+        if key not in self.grown_dev:  # inference without the engine's defaults
             a, pa = self.grown_model(factor)
             lay = c.layout
             gw = c.workload.model_copy(update={
                 "batch_size": max(math.ceil(self.w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1),
                 "context_length": self.w_grown.context_length})
-            mp = lay.tp * lay.pp
-            if self.engine is not None:
-                m = admitted_memory(a, pa, gw, lay, mp, self.inp.overheads, self.engine, usable)[0]
-                self.grown_dev[key] = max(m.device_bytes, m.load_device_bytes)
-            else:
-                self.grown_dev[key] = estimate_memory(a, pa, gw, lay, mp, self.inp.table,
-                                                      self.inp.overheads).device_bytes
+            self.grown_dev[key] = estimate_memory(a, pa, gw, lay, lay.tp * lay.pp, self.inp.table,
+                                                  self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
     def _grown_step(self, c: Config, factor: float) -> int:
@@ -228,22 +227,13 @@ class _Search:
         assert best is not None
         return best
 
-    def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object]:
-        """(mean request latency, inference result) of the serving layout `c` on `gpu`."""
-        self.timed += 1
-        inp = self.inp
-        mem = estimate_serving_memory(self.arch, self.p, c.workload, c.layout, c.layout.tp * c.layout.pp, inp.overheads,
-                                      self.engine) if self.engine is not None else None
-        reserved = None if mem is None else mem.device_bytes - mem.breakdown.kv_cache_bytes
-        r = estimate_inference_speed(self.arch, self.p, c.workload, c.layout, c.n, gpu, inp.speed, gpus_per_node=ps,
-                                     serving=inp.serving, reserved_bytes=reserved)
-        assert r.inference is not None
-        return r.inference.request_latency_s, r
-
-    @staticmethod
-    def gpus_needed(c: Config, result: object) -> float:  # serving: the GPUs the load needs on this layout
-        inf = result.inference  # type: ignore[attr-defined]
-        return 0.0 if inf is None else (inf.replicas_needed or math.inf) * c.layout.tp * c.layout.pp
+    def time_config(self, c: Config, gpu: Gpu, ps: int) -> Served:
+        """The serving layout `c` on `gpu` sized: counted when computed, not when the timer had it for the same engine
+        and load (serving_shapes.ServingTimer)."""
+        assert self.serve is not None
+        served = self.serve.size(c, gpu, ps)
+        self.timed += served.fresh
+        return served
 
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
@@ -269,39 +259,46 @@ class _Search:
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
         work: object = None
+        inference: SpeedResult | None = None
         if self.training:
             metric, c, work, result = self.time_training(grown_ok, gpu, ps)
         else:
-            best: tuple[tuple[float, float], float, Config, object] | None = None
-            for c in grown_ok:
-                metric, result = self.time_config(c, gpu, ps)
-                rank = (self.gpus_needed(c, result), metric)  # fewest GPUs for the load, then latency
-                if best is None or rank < best[0]:
-                    best = (rank, metric, c, result)
+            best: tuple[tuple[float, float], float, Config, Served] | None = None
+            assert self.serve is not None
+            for c in grown_ok:  # fewest GPUs for the load, then the mean latency at it
+                served = self.time_config(c, gpu, ps)
+                gpus = served.gpus_needed(c.layout.tp * c.layout.pp)
+                if best is not None and gpus > best[0][0]:
+                    continue  # more GPUs than the best so far: its latency cannot count
+                metric = self.serve.latency_s(c, served)
+                if best is None or (gpus, metric) < best[0]:
+                    best = ((gpus, metric), metric, c, served)
             assert best is not None
-            _, metric, c, result = best
+            _, metric, c, served = best
         if self.inp.speed.generations[gpu.generation].basis == "prior":
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         if not self.training:
-            inf = result.inference  # type: ignore[attr-defined]
             mp = c.layout.tp * c.layout.pp
             have = n // mp
-            if inf is not None and inf.replicas_needed is None and inf.capacity_requests_per_s is not None:
+            need, cap_rps = served.replicas_needed, served.capacity_requests_per_s
+            if need is None and cap_rps is not None:
                 self.reject(gpu, ps, servers, "latency", f"no number of these replicas serves the load within the "
-                            f"objectives: one (its KV cache holds {inf.kv_cache_requests:,.1f} request(s)) sustains "
-                            "no load within them")
+                            f"objectives: one (its KV cache holds {served.kv_cache_requests or 0:,.1f} request(s)) "
+                            "sustains no load within them")
                 return "other"
-            if inf is not None and inf.replicas_needed is not None and inf.replicas_needed > have:
-                self.want_servers[(gpu.id, ps)] = math.ceil(inf.replicas_needed * mp / ps)
+            if need is not None and need > have:
+                self.want_servers[(gpu.id, ps)] = math.ceil(need * mp / ps)
                 self.reject(gpu, ps, servers, "latency", f"{have} replica(s) serve "
-                            f"{inf.capacity_requests_per_s or 0:,.2f} requests/s within the objectives; the load "
-                            f"needs {inf.replicas_needed} (with {self.inp.serving.engine.load_headroom:.0%} "  # type: ignore[union-attr]
+                            f"{cap_rps or 0:,.2f} requests/s within the objectives; the load "
+                            f"needs {need} (with {self.inp.serving.engine.load_headroom:.0%} "  # type: ignore[union-attr]
                             "headroom)")
                 return "deadline"
+            assert self.serve is not None
+            inference = self.serve.result(c, gpu, served)  # built for the layouts judged only
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
         k = pick(self.ctx, gpu, ps, servers, c, work if self.training else None,  # type: ignore[arg-type]
-                 result if self.training else None, None if self.training else result,  # type: ignore[arg-type]
+                 result if self.training else None, inference,
                  metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected)
         if k is not None:
             self.picks.append(k)
