@@ -263,21 +263,8 @@ class _Search:
         if self.training:
             metric, c, work, result = self.time_training(grown_ok, gpu, ps)
         else:
-            best: tuple[tuple[float, float], float, Config, Served] | None = None
-            assert self.serve is not None
-            for c in grown_ok:  # fewest GPUs for the load, then the mean latency at it
-                served = self.time_config(c, gpu, ps)
-                gpus = served.gpus_needed(c.layout.tp * c.layout.pp)
-                if best is not None and gpus > best[0][0]:
-                    continue  # more GPUs than the best so far: its latency cannot count
-                metric = self.serve.latency_s(c, served)
-                if best is None or (gpus, metric) < best[0]:
-                    best = ((gpus, metric), metric, c, served)
-            assert best is not None
-            _, metric, c, served = best
-        if self.inp.speed.generations[gpu.generation].basis == "prior":
-            metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
-        if not self.training:
+            assert self.serve is not None  # fewest GPUs for the load, then the mean latency at it
+            c, served = self.serve.choose(grown_ok, lambda c: self.time_config(c, gpu, ps))
             mp = c.layout.tp * c.layout.pp
             have = n // mp
             need, cap_rps = served.replicas_needed, served.capacity_requests_per_s
@@ -293,8 +280,10 @@ class _Search:
                             f"needs {need} (with {self.inp.serving.engine.load_headroom:.0%} "  # type: ignore[union-attr]
                             "headroom)")
                 return "deadline"
-            assert self.serve is not None
+            metric = self.serve.latency_s(c, served)
             inference = self.serve.result(c, gpu, served)  # built for the layouts judged only
+        if self.inp.speed.generations[gpu.generation].basis == "prior":
+            metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
         k = pick(self.ctx, gpu, ps, servers, c, work if self.training else None,  # type: ignore[arg-type]

@@ -19,14 +19,16 @@ from gpuplan.core.search.shapes import Config
 from gpuplan.core.sizing.batching import Engine, StepCost
 from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.queueing import Targets
 from gpuplan.core.sizing.serving import (
     build_replica,
     estimate_inference_speed,
-    size_replicas,
+    objectives,
     step_cost,
+    targets_of,
     timed_result,
 )
-from gpuplan.core.sizing.serving_load import Sizing, Timing, time_load
+from gpuplan.core.sizing.serving_load import Sizing, Timing, size_load, time_load
 from gpuplan.schema.estimate import MemoryEstimate, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -121,6 +123,7 @@ class ServingTimer:
         self.grown: dict[MemoryLoad, int] = {}
         self.costs: dict[StepKey, StepCost] = {}
         self.sizings: dict[EngineLoad, Sizing] = {}
+        self.targets: Targets | None = None
         self.timings: dict[EngineLoad, Timing] = {}
 
     def estimate(self, key: MemoryLoad, arch: ModelArch, p: ParamCount, w: Workload) -> MemoryEstimate:
@@ -195,7 +198,10 @@ class ServingTimer:
         sz = self.sizings.get(key)
         if sz is not None:
             return Served(key=key, sizing=sz, encoder=None, fresh=False)
-        sz = self.sizings[key] = size_replicas(rep, w, replicas, self.serving)
+        if self.targets is None:  # the objectives are the search's workload's
+            self.targets = targets_of(objectives(w, self.serving))
+        eng = self.serving.engine
+        sz = self.sizings[key] = size_load(rep, w, replicas, self.targets, eng.max_utilization, eng.load_headroom)
         return Served(key=key, sizing=sz, encoder=None, fresh=True)
 
     def timing(self, c: Config, served: Served) -> Timing | None:
@@ -206,6 +212,22 @@ class ServingTimer:
         if t is None:
             t = self.timings[served.key] = time_load(served.sizing, c.workload)
         return t
+
+    def choose(self, configs: list[Config], size: Callable[[Config], Served]) -> tuple[Config, Served]:
+        """The layout of `configs` (each sized by `size`) that needs the fewest GPUs for the load, then has the
+        lowest mean latency at it, the first of equals: only layouts tied on the GPU count are timed."""
+        sized = [(c, size(c)) for c in configs]
+        gpus = [s.gpus_needed(c.layout.tp * c.layout.pp) for c, s in sized]
+        fewest = min(gpus)
+        tied = [cs for cs, g in zip(sized, gpus, strict=True) if g == fewest]
+        best = tied[0]
+        if len(tied) > 1:
+            best_s = self.latency_s(*best)
+            for c, s in tied[1:]:
+                t = self.latency_s(c, s)
+                if t < best_s:
+                    best, best_s = (c, s), t
+        return best
 
     def latency_s(self, c: Config, served: Served) -> float:
         """The mean request latency of a layout at the load."""

@@ -29,10 +29,11 @@ from gpuplan.core.sizing.batching import (
 )
 
 PERCENTILES = (50, 90, 99)
+_SQRT2 = math.sqrt(2)
 
 
 def _phi(z: float) -> float:
-    return 0.5 * math.erfc(-z / math.sqrt(2))
+    return 0.5 * math.erfc(-z / _SQRT2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,4 +298,4 @@ def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu
 
 
 __all__ = ["Replica", "build_replica", "estimate_inference_speed", "lengths", "objectives", "poisson_arrivals",
-           "size_replicas", "step_cost", "time_replicas", "timed_result"]
+           "size_replicas", "step_cost", "targets_of", "time_replicas", "timed_result"]
