@@ -6,6 +6,8 @@ counted once) gives the results a fresh estimate gives."""
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import replace
 from typing import Any
 
@@ -58,6 +60,37 @@ def test_exceeds_decides_as_the_bisected_quantile(q: float) -> None:
             assert d.exceeds(t, q) == (got > t), (d, q, t)
             checked += 1
     assert checked > 10_000
+
+
+def _bisected(d: Dist, q: float) -> float:
+    """The percentile as the model defines it: the upper end of a bisection of the CDF, to 1e-5."""
+    lo, hi = d.bracket(q)
+    for _ in range(48):
+        mid = (lo + hi) / 2
+        if d.cdf(mid) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-5 * hi:
+            break
+    return max(hi, 0.0)
+
+
+def test_the_quantile_is_the_bisections_to_the_bit() -> None:
+    """The quantile evaluates the CDF only between the ends `straddle` finds, and lands on the same halving."""
+    rnd = random.Random(7)
+    dists = _dists()
+    for _ in range(3000):
+        mu = 10 ** rnd.uniform(-3, 2)
+        dists.append(Dist(mu, mu * 10 ** rnd.uniform(-6, 0.5) if rnd.random() > 0.05 else 0.0,
+                          rnd.choice([0.0, 10 ** rnd.uniform(-10, -0.01), rnd.random()]),
+                          mu * 10 ** rnd.uniform(-4, 1.5) if rnd.random() > 0.1 else 0.0))
+    for d in dists:
+        for q in (0.5, 0.9, 0.95, 0.99):
+            assert d.quantile(q) == _bisected(d, q), (d, q)
+            a, b = d.straddle(q, *d.bracket(q))
+            assert a == -math.inf or d.cdf(a) < q
+            assert b == math.inf or d.cdf(b) >= q
 
 
 def test_a_rare_long_wait_keeps_the_bisections_answer() -> None:

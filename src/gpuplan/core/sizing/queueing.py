@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 from gpuplan.core.sizing.batching import (
     Engine,
@@ -30,10 +31,17 @@ from gpuplan.core.sizing.batching import (
 
 PERCENTILES = (50, 90, 99)
 _SQRT2 = math.sqrt(2)
+_NORMAL = NormalDist()
 
 
 def _phi(z: float) -> float:
     return 0.5 * math.erfc(-z / _SQRT2)
+
+
+def _shrink(f: float, f_before: float) -> float:
+    """Anderson-Björck's weight for the end false position keeps: 1 - f / f_before, else Illinois' 1/2."""
+    m = 1 - f / f_before if f_before and math.isfinite(f) else 0.5
+    return m if m > 0 else 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +100,54 @@ class Dist:
         return self.quantile(q) > t  # t within the bisection's tolerance of the answer
 
     def quantile(self, q: float) -> float:
-        """The time q (0-1) of requests stay within: the upper end of a bisection of the CDF, to 1e-5."""
+        """The time q (0-1) of requests stay within: the upper end of a bisection of the CDF, to 1e-5. The CDF is
+        evaluated only at the halvings that fall between the two ends `straddle` finds (almost none): the others are
+        decided by which side of it they fall."""
         lo, hi = self.bracket(q)
+        a, b = self.straddle(q, lo, hi)
         for _ in range(48):
             mid = (lo + hi) / 2
-            if self.cdf(mid) < q:
+            if mid < a or (mid < b and self.cdf(mid) < q):
                 lo = mid
             else:
                 hi = mid
             if hi - lo <= 1e-5 * hi:
                 break
         return max(hi, 0.0)
+
+    def straddle(self, q: float, lo: float, hi: float) -> tuple[float, float]:
+        """(a, b), a < b, with cdf(a) < q <= cdf(b), from the CDF's values at a few points: the secant method from
+        the normal's quantile (exact without a wait; the wait's tail shifts it) to where the CDF crosses q, then a
+        billionth either side of it. (-inf, inf) where it knows nothing (no spread, or no bracket)."""
+        a, b = -math.inf, math.inf
+        if self.sigma <= 0 or not lo < hi:
+            return a, b
+        t = self.mu + self.sigma * _NORMAL.inv_cdf(q)
+        if self.p > 0 and self.theta > 0:
+            t += self.theta * max(math.log(self.p / (1 - q)), 0.0)
+        t0, f0 = math.nan, math.nan
+        t1 = min(max(t, lo), hi)
+        for k in range(16):
+            f1 = self.cdf(t1) - q
+            if f1 < 0:
+                a = max(a, t1)
+            else:
+                b = min(b, t1)
+            if b - a <= 2e-9 * b or k == 15:
+                break
+            if k == 0:  # a second point toward the crossing
+                t2 = t1 + (1e-9 * max(t1, self.sigma) if self.p <= 0 else 0.1 * (self.sigma + self.theta)) * (
+                    1 if f1 < 0 else -1)
+            elif abs(t1 - t0) <= 1e-12 * abs(t1):  # converged: a billionth to the side still unknown
+                t2 = t1 * (1 + 1e-9) if f1 < 0 else t1 * (1 - 1e-9)
+            elif f1 != f0:
+                t2 = t1 - f1 * (t1 - t0) / (f1 - f0)
+            else:
+                break
+            if not lo <= t2 <= hi:
+                break
+            t0, f0, t1 = t1, f1, t2
+        return a, b
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,12 +241,6 @@ class Load:
 def _excess(e: Engine, s: State, users: float, think_s: float) -> float:
     """Requests in the loop at `s` beyond `users`: λ (think + e2e(λ)) - N, growing with the load."""
     return s.rate * (think_s + mean_e2e(e, s)) - users
-
-
-def _shrink(f: float, f_before: float) -> float:
-    """Anderson-Björck's weight for the end false position keeps: 1 - f / f_before, else Illinois' 1/2."""
-    m = 1 - f / f_before if f_before and math.isfinite(f) else 0.5
-    return m if m > 0 else 0.5
 
 
 def closed_rate(e: Engine, users: float, think_s: float, sat: float | None = None) -> Load:
