@@ -26,12 +26,18 @@ from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.serving import EngineDefaults
 
 
-def estimate_serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                            engine: EngineDefaults) -> MemoryEstimate:
+def _serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                    engine: EngineDefaults) -> tuple[MemoryEstimate, float, int]:
+    """(the engine's memory, the checkpoint-loading peak, that peak per GPU with the allocator's reserve)."""
     check_stack(arch, w)
     m = estimate_inference(arch, p, w, lay, gpus, oh, engine)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
-    device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+    return m, load, _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+
+
+def estimate_serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                            engine: EngineDefaults) -> MemoryEstimate:
+    m, load, device = _serving_memory(arch, p, w, lay, gpus, oh, engine)
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
 
 
@@ -44,8 +50,8 @@ def serving_start_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout
                         engine: EngineDefaults) -> int:
     """Bytes per GPU an engine needs to start and hold one request of the workload's lengths: weights, prefill
     workspace, CUDA graphs, context and one request's KV cache (or the checkpoint-loading peak, if higher)."""
-    m = estimate_serving_memory(arch, p, one_request(w), lay, gpus, oh, engine)
-    return max(m.device_bytes, m.load_device_bytes)
+    m, _, load_device = _serving_memory(arch, p, one_request(w), lay, gpus, oh, engine)
+    return max(m.device_bytes, load_device)
 
 
 def admitted_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
