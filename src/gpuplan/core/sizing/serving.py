@@ -112,8 +112,8 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
     kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
-    per_token = kv_cache_bytes(arch, 1, request_tokens(arch, w, eng), kv_b) / request_tokens(arch, w, eng) / min(
-        lay.tp, max(arch.num_kv_heads, 1)) / lay.pp
+    tokens = request_tokens(arch, w, eng)
+    per_token = kv_cache_bytes(arch, 1, tokens, kv_b) / tokens / min(lay.tp, max(arch.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
     prompt, out = lengths(arch, w, serving)
     e = Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node), budget=budget, max_seqs=seqs,
