@@ -150,7 +150,8 @@ class _Search:
             cs = (training_configs(self.arch, self.p, self.w, n, per_server, self.gbs, inp.table, inp.overheads,
                                    self.ctx.terms_cache, self.layouts)
                   if self.training else inference_configs(self.arch, self.p, self.w, n, per_server, inp.table,
-                                                          inp.overheads, self.engine))
+                                                          inp.overheads, self.engine,
+                                                          None if self.serve is None else self.serve.start_bytes))
             self.evaluated += len(cs)
             hit = self.configs[key] = (sorted(cs, key=_ORDER), min(map(_BYTES, cs), default=None))
         return hit

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.search.shapes import Config
 from gpuplan.core.sizing.batching import Engine, StepCost
-from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory
+from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_start_bytes
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.queueing import Targets
 from gpuplan.core.sizing.serving import (
@@ -119,6 +119,7 @@ class ServingTimer:
         self.model_scale = model_scale
         self.decoder = arch.kind in ("decoder", "encoder-decoder")
         self.memory: dict[MemoryLoad, MemoryEstimate] = {}
+        self.starts: dict[Layout, int] = {}
         self.workloads: dict[Requests, Workload] = {}
         self.grown: dict[MemoryLoad, int] = {}
         self.costs: dict[StepKey, StepCost] = {}
@@ -134,6 +135,17 @@ class ServingTimer:
             lay = Layout(tp=key.tp, pp=key.pp)
             m = self.memory[key] = estimate_serving_memory(arch, p, w, lay, key.tp * key.pp, self.oh, self.engine)
         return m
+
+    def start_bytes(self, c: Config) -> int:
+        """What the engine of the layout `c` needs to start and hold one request (engine_memory.serving_start_bytes):
+        the same on every GPU count, so once per layout."""
+        got = self.starts.get(c.layout)
+        if got is None:
+            assert self.engine is not None
+            lay = c.layout
+            got = self.starts[lay] = serving_start_bytes(self.arch, self.p, c.workload, lay, lay.tp * lay.pp, self.oh,
+                                                         self.engine)
+        return got
 
     def reserved_bytes(self, c: Config) -> float | None:
         """Bytes per GPU the engine keeps besides the KV cache (None: the default, without engine defaults)."""
