@@ -18,6 +18,7 @@ tests/unit/test_serving_sim.py holds the two within a few per cent on a grid.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -121,7 +122,11 @@ def decode_steps(e: Engine) -> float:
     return max(e.output - 1.0, 0.0)
 
 
-def _step_parts(e: Engine, arrivals: float) -> tuple[float, float, float, float, int, float, str]:
+#: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound)
+_Parts = tuple[float, float, float, float, int, float, str]
+
+
+def _step_parts(e: Engine, arrivals: float) -> _Parts:
     """(t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound) when `arrivals` requests
     arrive in a mean step (λx): the step is a function of that alone."""
     d = arrivals * decode_steps(e)
@@ -158,30 +163,36 @@ def state_at(e: Engine, arrivals: float) -> State | None:
     return _state(e, arrivals / x, x, parts)
 
 
-def solve_state(e: Engine, rate: float) -> State:
-    """The engine's steady state at `rate` requests/s (a fixed point of the mean step time)."""
+def solve_state(e: Engine, rate: float, near: State | None = None) -> State:
+    """The engine's steady state at `rate` requests/s (a fixed point of the mean step time), bracketed by doubling
+    from the idle step, or from `near`, a stable state at a nearby rate (the step time grows with the rate: a
+    bisection over rates brackets each from the last in a step or two)."""
     t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
     if rate <= 0:
         return State(rate=0.0, stable=True, bound="", step_s=t0, decode_s=t0, mixed_s=t0, chunks=1)
 
-    def gap(x: float) -> tuple[float, tuple[float, float, float, float, int, float, str]]:
+    def gap(x: float) -> tuple[float, _Parts]:
         parts = _step_parts(e, rate * x)
         if parts[6] or parts[5] >= 1.0:
             return math.inf, parts
         t_d, t_m, m = parts[0], parts[1], parts[2]
         return (1 - m) * t_d + m * t_m - x, parts
 
-    lo = hi = t0
-    g, parts = gap(hi)
-    if math.isinf(g):
-        return State(rate=rate, stable=False, bound=parts[6] or "budget")
-    while 0 < g < math.inf:  # the step time grows with the batch it carries: bracket where it stops growing
-        lo, hi = hi, hi * 2
+    start = _from_near(gap, t0, rate, near) if near is not None else None
+    if start is not None:
+        lo, glo, hi, g, parts = start
+    else:
+        lo = hi = t0
         g, parts = gap(hi)
-        if hi > 1e6 * t0:
-            return State(rate=rate, stable=False, bound="step")
+        if math.isinf(g):
+            return State(rate=rate, stable=False, bound=parts[6] or "budget")
+        while 0 < g < math.inf:  # the step time grows with the batch it carries: bracket where it stops growing
+            lo, hi = hi, hi * 2
+            g, parts = gap(hi)
+            if hi > 1e6 * t0:
+                return State(rate=rate, stable=False, bound="step")
+        glo, _ = gap(lo) if lo != hi else (g, parts)
     found = g <= 0
-    glo, _ = gap(lo) if lo != hi else (g, parts)
     side = 0
     for _ in range(80):  # Illinois false position where the bracket is finite, bisection past the budget
         if hi - lo <= 1e-7 * hi:
@@ -214,7 +225,41 @@ def solve_state(e: Engine, rate: float) -> State:
     return _state(e, rate, hi, parts)
 
 
-def _state(e: Engine, rate: float, x: float, parts: tuple[float, float, float, float, int, float, str]) -> State:
+def _from_near(gap: Callable[[float], tuple[float, _Parts]], t0: float, rate: float,
+               near: State) -> tuple[float, float, float, float, _Parts] | None:
+    """(lo, gap there, hi, gap there, hi's parts) around the fixed point at `rate` from `near`'s step time, which
+    bounds it below at a higher rate and above at a lower one; None when `near` does not serve (then doubling)."""
+    x0 = near.step_s
+    if not (near.stable and near.rate > 0 and x0 > t0):
+        return None
+    if rate >= near.rate:  # step up from x0
+        lo = x0
+        glo, _ = gap(lo)
+        if not 0 < glo < math.inf:
+            return None
+        grow = min(rate / near.rate - 1.0, 1.0) + 1e-3
+        while True:
+            hi = lo * (1 + grow)
+            g, parts = gap(hi)
+            if not 0 < g < math.inf:
+                return lo, glo, hi, g, parts
+            if hi > 1e6 * t0:
+                return None
+            lo, glo, grow = hi, g, grow * 4
+    hi = x0  # step down from x0, to the idle step at most (where the gap is never negative)
+    g, parts = gap(hi)
+    if not g <= 0:
+        return None
+    shrink = min(near.rate / rate - 1.0, 1.0) + 1e-3
+    while True:
+        lo = max(hi / (1 + shrink), t0)
+        glo, plo = gap(lo)
+        if 0 < glo < math.inf or lo == t0:
+            return lo, glo, hi, g, parts
+        hi, g, parts, shrink = lo, glo, plo, shrink * 4
+
+
+def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     t_d, t_m, m, d, chunks, _, _ = parts
     # the prefill server (M/G/1): a request's prompt takes prompt / budget-left of a full-budget step
     budget_left = e.budget - d
@@ -260,12 +305,14 @@ def saturation_rate(e: Engine) -> float:
     t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
     hi = 1.0 / (t0 * max(decode_steps(e), 1.0)) * e.budget  # more than the budget could ever decode
     lo = 0.0
-    if not solve_state(e, 1e-9).stable:
+    below = solve_state(e, 1e-9)  # the last stable state, which brackets the next one
+    if not below.stable:
         return 0.0
     for _ in range(50):
         mid = (lo + hi) / 2
-        if solve_state(e, mid).stable:
-            lo = mid
+        s = solve_state(e, mid, below)
+        if s.stable:
+            lo, below = mid, s
         else:
             hi = mid
         if hi - lo <= 1e-3 * hi:

@@ -326,25 +326,26 @@ def capacity(e: Engine, targets: Targets, max_utilization: float, sat: float | N
         cap = top * max_utilization
         return Capacity(cap, solve_state(e, top * 1.0001).bound or "compute", latency(e, cap) if cap > 0 else None)
     hi = top * (1 - 1e-4)
-    first = targets.missed(latency(e, 1e-9 * top))
+    light = latency(e, 1e-9 * top)
+    first = targets.missed(light)
     if first is not None:
         return Capacity(0.0, first, None)
     at_hi = latency(e, hi)
     bound = targets.missed(at_hi)
     if bound is None:
         return Capacity(hi, solve_state(e, top * 1.0001).bound or "compute", at_hi)
-    lo, at_lo = 0.0, None
+    lo, below = 0.0, light.state  # the last rate within them, whose state brackets the next one's
     for _ in range(40):
         mid = (lo + hi) / 2
-        at = latency(e, mid)
+        at = latency(e, mid, solve_state(e, mid, below))
         why = targets.missed(at)
         if why is None:
-            lo, at_lo = mid, at
+            lo, below = mid, at.state
         else:
             hi, bound = mid, why
         if hi - lo <= 5e-3 * hi:
             break
-    return Capacity(lo, bound, at_lo)
+    return Capacity(lo, bound, latency(e, lo) if lo > 0 else None)  # as any caller solves it at that rate
 
 
 __all__ = ["PERCENTILES", "Capacity", "Dist", "Latency", "Load", "Targets", "capacity", "closed_rate", "latency"]
