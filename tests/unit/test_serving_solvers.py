@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -145,6 +145,17 @@ def test_capacity_keeps_the_latencies_at_its_rate(e: Engine) -> None:
             assert cap.at == latency(e, cap.rate)
         else:
             assert cap.at is None
+
+
+def test_an_engines_hash_is_made_once_from_every_field() -> None:
+    """Engine and StepCost keep their hash (they key the saturation, capacity and timing caches): it must be the
+    hash of all their compared fields, so equal engines hash alike and a new field cannot be left out."""
+    for e in ENGINES:
+        for obj in (e, e.cost):
+            assert hash(obj) == hash(tuple(getattr(obj, f.name) for f in fields(obj) if f.compare))
+        twin = replace(e, cost=replace(e.cost))
+        assert twin == e and hash(twin) == hash(e) and twin is not e
+        assert replace(e, budget=e.budget + 1) != e
 
 
 def test_the_serving_timer_times_once_and_gives_a_fresh_estimates_result(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpuplan.core.sizing.tp_comm import AllReduce
@@ -57,6 +57,17 @@ class StepCost:
     pp: int = 1
     hop_s: float = 0.0
     hop_s_per_token: float = 0.0
+    #: its hash, made once: a step cost is in the key of every cache its engines are in
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((
+            self.weights_s, self.experts_s, self.num_experts, self.experts_per_token, self.kv_s_per_token,
+            self.decode_flop_s, self.prefill_flop_s, self.attn_s_per_pair, self.fixed_s, self.allreduces,
+            self.allreduce_bytes_per_token, self.allreduce, self.pp, self.hop_s, self.hop_s_per_token)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def seconds(self, decodes: float, prefill: float, kv_tokens: float, pairs: float) -> float:
         """A step of `decodes` decoding requests and `prefill` prompt tokens that reads `kv_tokens` tokens of KV
@@ -93,6 +104,16 @@ class Engine:
     prompt_std: float = 0.0
     output_std: float = 0.0
     poisson: bool = True
+    #: its hash, made once: an engine keys several caches (its saturation, its capacity, a search's timings)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((
+            self.cost, self.budget, self.max_seqs, self.kv_tokens, self.block, self.prompt, self.output,
+            self.prompt_std, self.output_std, self.poisson)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)
