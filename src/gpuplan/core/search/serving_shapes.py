@@ -21,7 +21,9 @@ from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.queueing import Targets
 from gpuplan.core.sizing.serving import (
+    EngineModel,
     build_replica,
+    engine_model,
     estimate_inference_speed,
     objectives,
     step_cost,
@@ -125,6 +127,7 @@ class ServingTimer:
         self.costs: dict[StepKey, StepCost] = {}
         self.sizings: dict[EngineLoad, Sizing] = {}
         self.targets: Targets | None = None
+        self.model: EngineModel | None = None
         self.timings: dict[EngineLoad, Timing] = {}
 
     def estimate(self, key: MemoryLoad, arch: ModelArch, p: ParamCount, w: Workload) -> MemoryEstimate:
@@ -199,12 +202,14 @@ class ServingTimer:
             r = estimate_inference_speed(self.arch, self.p, w, lay, c.n, gpu, self.sm, gpus_per_node=ps,
                                          serving=self.serving, reserved_bytes=self.reserved_bytes(c))
             return Served(key=None, sizing=None, encoder=r, fresh=True)
+        if self.model is None:  # the search's workload's, whatever the layout
+            self.model = engine_model(self.arch, self.p, w, self.serving)
         sk = StepKey(gpu.id, lay.tp, lay.pp, ps)
         cost = self.costs.get(sk)
         if cost is None:
-            cost = self.costs[sk] = step_cost(self.arch, self.p, w, lay, gpu, self.sm, self.serving, ps)
+            cost = self.costs[sk] = step_cost(self.arch, self.p, w, lay, gpu, self.sm, self.serving, ps, self.model)
         rep = build_replica(self.arch, self.p, w, lay, gpu, self.sm, self.serving, node=ps,
-                            reserved_bytes=self.reserved_bytes(c), cost=cost)
+                            reserved_bytes=self.reserved_bytes(c), cost=cost, model=self.model)
         replicas = max(c.n // (lay.tp * lay.pp), 1)
         key = EngineLoad(rep.engine, rep.pp, replicas, w.batch_size)
         sz = self.sizings.get(key)

@@ -4,6 +4,8 @@ and the replicas the load needs. Pure; the engine's facts come in as `serving` (
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
@@ -46,37 +48,76 @@ def _weights_read(arch: ModelArch, p: ParamCount, dtype: str) -> tuple[float, fl
     return dense, experts
 
 
-def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
-              serving: ServingData, node: int) -> StepCost:
-    """The cost of one engine step of `arch` on one replica of `lay` (one pipeline stage's share per GPU)."""
-    prm, gen = sm.params, sm.generations[gpu.generation]
+@dataclass(frozen=True, slots=True)
+class EngineModel:
+    """What every replica's engine of a serving project shares, whatever its GPU and layout: the weights a step
+    reads (bytes, whole model), the KV cache a context token is read from and a request's token holds, the FLOPs
+    per token, and the requests' lengths, spreads and arrivals (`engine_model`)."""
+
+    prec: str
+    weights_b: float  # dense and expert weights
+    experts_b: float
+    num_experts: int
+    experts_per_token: int
+    num_heads: int
+    num_kv_heads: int
+    layers: int
+    kv_read_b: float  # per context token (at the mean context)
+    kv_held_b: float  # per token of a request (its prompt and output, in whole blocks)
+    flops: float  # per token (2 x active parameters, embeddings aside)
+    attn_flops: float  # per (query, context) pair over the layers
+    hidden_b: float  # one token's activations, moved by an all-reduce or a pipeline hop
+    prompt: float
+    output: float
+    prompt_std: float
+    output_std: float
+    poisson: bool
+
+
+def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingData) -> EngineModel:
     dtype = w.weights_dtype or "bf16"
-    prec = "fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16")
-    tp, pp = lay.tp, lay.pp
-    mp = tp * pp
-    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
-    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec)
     dense, experts = _weights_read(arch, p, dtype)
     kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
     ctx = max(int(resolve(arch, w).seq + (w.output_tokens or 256) / 2), 1)
-    kv_token = kv_cache_bytes(arch, 1, ctx, kv_b) / ctx / min(tp, max(arch.num_kv_heads, 1)) / pp
+    tokens = request_tokens(arch, w, serving.engine)
+    prompt, out = lengths(arch, w, serving)
+    return EngineModel(
+        prec="fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16"), weights_b=dense + experts,
+        experts_b=experts, num_experts=arch.moe.num_experts if arch.moe else 0,
+        experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
+        num_kv_heads=arch.num_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
+        kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b) / ctx, kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b) / tokens,
+        flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
+        hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
+        output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w))
+
+
+def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
+              serving: ServingData, node: int, model: EngineModel | None = None) -> StepCost:
+    """The cost of one engine step of `arch` on one replica of `lay` (one pipeline stage's share per GPU);
+    `model`: engine_model's, when the caller keeps it."""
+    m = model or engine_model(arch, p, w, serving)
+    prm, gen = sm.params, sm.generations[gpu.generation]
+    tp, pp = lay.tp, lay.pp
+    mp = tp * pp
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    peak = peak_flops(gpu, m.prec) * _base_efficiency(gen, m.prec)
+    kv_token = m.kv_read_b / min(tp, max(m.num_kv_heads, 1)) / pp
     if serving.engine.kv_read_per_query_head:  # each query head of a GPU reads its KV head's cache itself
-        kv_token *= max(arch.num_heads / max(arch.num_kv_heads, tp), 1.0)
-    layers = arch.num_layers + arch.num_decoder_layers
-    flop_token = 2 * (p.active - p.embedding) / mp
+        kv_token *= max(m.num_heads / max(m.num_kv_heads, tp), 1.0)
+    flop_token = m.flops / mp
     ar = all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None
     hop_bw = link_gbs(gpu, sm, 2, node) * GB if pp > 1 else 1.0
     return StepCost(
-        weights_s=(dense + experts) / mp / bw, experts_s=experts / mp / bw,
-        num_experts=arch.moe.num_experts if arch.moe else 0,
-        experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
+        weights_s=m.weights_b / mp / bw, experts_s=m.experts_b / mp / bw, num_experts=m.num_experts,
+        experts_per_token=m.experts_per_token,
         kv_s_per_token=kv_token / (bw * serving.engine.attention_bandwidth_ratio), decode_flop_s=flop_token / peak,
         prefill_flop_s=flop_token / (peak * prm.prefill_factor),
-        attn_s_per_pair=4 * arch.q_dim * arch.num_layers / mp / (peak * prm.attention_factor),
-        fixed_s=layers / pp * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
-        allreduces=2 * layers // pp if tp > 1 else 0, allreduce_bytes_per_token=arch.hidden_size * 2.0, allreduce=ar,
+        attn_s_per_pair=m.attn_flops / mp / (peak * prm.attention_factor),
+        fixed_s=m.layers / pp * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
+        allreduces=2 * m.layers // pp if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b, allreduce=ar,
         pp=pp, hop_s=serving.allreduce["nvlink" if gpu.interconnect.kind != "none" else "pcie"].nccl_latency_s,
-        hop_s_per_token=arch.hidden_size * 2.0 / hop_bw)
+        hop_s_per_token=m.hidden_b / hop_bw)
 
 
 def objectives(w: Workload, serving: ServingData) -> Objectives:
@@ -101,25 +142,22 @@ def lengths(arch: ModelArch, w: Workload, serving: ServingData) -> tuple[float, 
 
 def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
                   serving: ServingData, *, node: int, reserved_bytes: float | None,
-                  cost: StepCost | None = None) -> Replica:
+                  cost: StepCost | None = None, model: EngineModel | None = None) -> Replica:
     """The engine of one replica: its step cost (`cost`: step_cost's, when the caller keeps it), token budget,
     sequence cap and the KV cache tokens the memory left after `reserved_bytes` per GPU (weights, workspace, graphs,
-    context; None: the weights and the graphs) holds."""
+    context; None: the weights and the graphs) holds; `model`: engine_model's, when the caller keeps it."""
+    m = model or engine_model(arch, p, w, serving)
     reserved = reserved_bytes if reserved_bytes is not None else _reserved(arch, p, w, lay, serving)
     eng = serving.engine
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
     budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
-    kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
-    tokens = request_tokens(arch, w, eng)
-    per_token = kv_cache_bytes(arch, 1, tokens, kv_b) / tokens / min(lay.tp, max(arch.num_kv_heads, 1)) / lay.pp
+    per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
-    prompt, out = lengths(arch, w, serving)
-    e = Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node), budget=budget, max_seqs=seqs,
-               kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=prompt, output=out,
-               prompt_std=w.prompt_tokens_std or 0.0, output_std=w.output_tokens_std or 0.0,
-               poisson=poisson_arrivals(w))
+    e = Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget, max_seqs=seqs,
+               kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt, output=m.output,
+               prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson)
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
@@ -297,5 +335,6 @@ def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu
     return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
-__all__ = ["Replica", "build_replica", "estimate_inference_speed", "lengths", "objectives", "poisson_arrivals",
-           "size_replicas", "step_cost", "targets_of", "time_replicas", "timed_result"]
+__all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed", "lengths",
+           "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
+           "timed_result"]
