@@ -18,7 +18,15 @@ from gpuplan.catalog.loader import example_path
 from gpuplan.core.search import explore
 from gpuplan.core.search.serving_shapes import Served, ServingTimer
 from gpuplan.core.search.shapes import Config
-from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate, solve_state, state_at
+from gpuplan.core.sizing.batching import (
+    Engine,
+    StepCost,
+    interned,
+    interned_cost,
+    saturation_rate,
+    solve_state,
+    state_at,
+)
 from gpuplan.core.sizing.queueing import Dist, Targets, capacity, closed_rate, latency, mean_e2e
 from gpuplan.core.sizing.serving import estimate_inference_speed
 from gpuplan.core.sizing.tp_comm import AllReduce
@@ -149,13 +157,15 @@ def test_capacity_keeps_the_latencies_at_its_rate(e: Engine) -> None:
 
 def test_an_engines_hash_is_made_once_from_every_field() -> None:
     """Engine and StepCost keep their hash (they key the saturation, capacity and timing caches): it must be the
-    hash of all their compared fields, so equal engines hash alike and a new field cannot be left out."""
+    hash of all their compared fields, so equal engines hash alike and a new field cannot be left out; equal ones
+    intern to one object (which the caches then find by identity)."""
     for e in ENGINES:
         for obj in (e, e.cost):
             assert hash(obj) == hash(tuple(getattr(obj, f.name) for f in fields(obj) if f.compare))
         twin = replace(e, cost=replace(e.cost))
         assert twin == e and hash(twin) == hash(e) and twin is not e
         assert replace(e, budget=e.budget + 1) != e
+        assert interned(twin) is interned(e) and interned_cost(twin.cost) is interned_cost(e.cost)
 
 
 def test_the_serving_timer_times_once_and_gives_a_fresh_estimates_result(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,14 +185,14 @@ class ServingTimer:
 
     def workload(self, c: Config, batch: int, context: int | None) -> Workload:
         """The search's workload with `batch` requests per replica and the context `context` (made once each)."""
+        w = c.workload
+        if w.batch_size == batch and w.context_length == context:
+            return w
         key = Requests(batch, context)
-        w = self.workloads.get(key)
-        if w is None:
-            w = c.workload
-            if (w.batch_size, w.context_length) != (batch, context):
-                w = w.model_copy(update={"batch_size": batch, "context_length": context})
-            self.workloads[key] = w
-        return w
+        made = self.workloads.get(key)
+        if made is None:
+            made = self.workloads[key] = w.model_copy(update={"batch_size": batch, "context_length": context})
+        return made
 
     def size(self, c: Config, gpu: Gpu, ps: int) -> Served:
         """The layout `c` on `gpu` in servers of `ps` GPUs: its engine, capacity within the objectives and the

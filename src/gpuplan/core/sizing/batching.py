@@ -320,6 +320,19 @@ def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
 
 
 @lru_cache(maxsize=4096)
+def interned(e: Engine) -> Engine:
+    """The first engine seen equal to `e` (memoized), its step cost interned too (`interned_cost`): the caches an
+    engine keys (its saturation, capacity, a search's timings) then find it by identity, not field by field."""
+    return e
+
+
+@lru_cache(maxsize=4096)
+def interned_cost(c: StepCost) -> StepCost:
+    """The first step cost seen equal to `c` (memoized): see `interned`."""
+    return c
+
+
+@lru_cache(maxsize=4096)
 def saturation_rate(e: Engine) -> float:
     """The highest arrival rate the engine is stable at (requests/s), by bisection (memoized: the search asks
     for the same engine on every server count)."""
@@ -348,5 +361,5 @@ def saturation_state(e: Engine) -> State:
     return solve_state(e, saturation_rate(e) * (1 - 1e-6))
 
 
-__all__ = ["Engine", "State", "StepCost", "decode_steps", "saturation_rate", "saturation_state", "solve_state",
-           "state_at"]
+__all__ = ["Engine", "State", "StepCost", "decode_steps", "interned", "interned_cost", "saturation_rate",
+           "saturation_state", "solve_state", "state_at"]

@@ -38,6 +38,11 @@ def _phi(z: float) -> float:
     return 0.5 * math.erfc(-z / _SQRT2)
 
 
+def _mean(mu: float, p: float, theta: float) -> float:
+    """The mean of a latency (Dist): its normal part's, and the wait's chance times its mean."""
+    return mu + p * theta
+
+
 def _shrink(f: float, f_before: float) -> float:
     """Anderson-Björck's weight for the end false position keeps: 1 - f / f_before, else Illinois' 1/2."""
     m = 1 - f / f_before if f_before and math.isfinite(f) else 0.5
@@ -55,7 +60,7 @@ class Dist:
 
     @property
     def mean(self) -> float:
-        return self.mu + self.p * self.theta
+        return _mean(self.mu, self.p, self.theta)
 
     def cdf(self, t: float) -> float:
         s, th = self.sigma, self.theta
@@ -225,7 +230,7 @@ def mean_e2e(e: Engine, s: State) -> float:
     """latency(e, s.rate, s).e2e.mean (no wait before admission) without the spreads: what a closed load's rate
     is solved with."""
     resid, _, p_wait, theta, own = _terms(e, s, s.rate)
-    return Dist(0.0 + resid + own + decode_steps(e) * s.step_s, 0.0, p_wait, theta).mean
+    return _mean(0.0 + resid + own + decode_steps(e) * s.step_s, p_wait, theta)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate
+from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
@@ -108,7 +108,7 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
     flop_token = m.flops / mp
     ar = all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None
     hop_bw = link_gbs(gpu, sm, 2, node) * GB if pp > 1 else 1.0
-    return StepCost(
+    return interned_cost(StepCost(
         weights_s=m.weights_b / mp / bw, experts_s=m.experts_b / mp / bw, num_experts=m.num_experts,
         experts_per_token=m.experts_per_token,
         kv_s_per_token=kv_token / (bw * serving.engine.attention_bandwidth_ratio), decode_flop_s=flop_token / peak,
@@ -117,7 +117,7 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
         fixed_s=m.layers / pp * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
         allreduces=2 * m.layers // pp if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b, allreduce=ar,
         pp=pp, hop_s=serving.allreduce["nvlink" if gpu.interconnect.kind != "none" else "pcie"].nccl_latency_s,
-        hop_s_per_token=m.hidden_b / hop_bw)
+        hop_s_per_token=m.hidden_b / hop_bw))
 
 
 def objectives(w: Workload, serving: ServingData) -> Objectives:
@@ -155,9 +155,9 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
     per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
-    e = Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget, max_seqs=seqs,
-               kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt, output=m.output,
-               prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson)
+    e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
+                        max_seqs=seqs, kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt,
+                        output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson))
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
