@@ -138,7 +138,7 @@ class Dist:
                 a = max(a, t1)
             else:
                 b = min(b, t1)
-            if b - a <= 2e-9 * b or k == 15:
+            if b - a <= 2e-9 * b < math.inf or k == 15:
                 break
             if k == 0:  # a second point toward the crossing
                 t2 = t1 + (1e-9 * max(t1, self.sigma) if self.p <= 0 else 0.1 * (self.sigma + self.theta)) * (
