@@ -79,10 +79,12 @@ class StepCost:
             touched = e * (1 - (1 - self.experts_per_token / e) ** max(tokens, 0.0))
             w -= self.experts_s * (e - touched) / e
         gemm = self.decode_flop_s * decodes + self.prefill_flop_s * prefill
-        attn = max(self.kv_s_per_token * kv_tokens, self.attn_s_per_pair * pairs)
-        t = max(w, gemm) + attn + self.fixed_s
+        # the larger of each pair (max()'s choice, first of equals, without a call: the search's hottest line)
+        kv, pair = self.kv_s_per_token * kv_tokens, self.attn_s_per_pair * pairs
+        t = (gemm if gemm > w else w) + (pair if pair > kv else kv) + self.fixed_s
         if self.allreduce is not None and self.allreduces:  # a step that runs carries at least one token
-            t += self.allreduces * self.allreduce.seconds(max(tokens, 1.0) * self.allreduce_bytes_per_token)
+            t += self.allreduces * self.allreduce.seconds((1.0 if 1.0 > tokens else tokens)
+                                                          * self.allreduce_bytes_per_token)
         if self.pp > 1:  # every stage in turn, then a hop to the next
             t = self.pp * t + (self.pp - 1) * (self.hop_s + self.hop_s_per_token * tokens)
         return t
@@ -140,7 +142,8 @@ class State:
 
 
 def decode_steps(e: Engine) -> float:
-    return max(e.output - 1.0, 0.0)
+    d = e.output - 1.0
+    return 0.0 if 0.0 > d else d  # max(d, 0.0)
 
 
 #: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound)
