@@ -42,15 +42,13 @@ from gpuplan.schema.speed import SpeedModel, SpeedResult
 @dataclass(frozen=True, slots=True)
 class MemoryLoad:
     """A serving layout's memory within a search: the model grown `scale` times (1: as planned; growth by depth
-    only above 1), the layout, the requests in flight per replica and the context (the grown load's may be longer);
-    `usable`: the bytes per GPU its engine is given (0: its memory at that load, whatever it holds)."""
+    only above 1), the layout, the requests in flight per replica and the context (the grown load's may be longer)."""
 
     scale: float
     tp: int
     pp: int
     batch: int
     context: int | None
-    usable: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +121,7 @@ class ServingTimer:
         self.memory: dict[MemoryLoad, MemoryEstimate] = {}
         self.starts: dict[Layout, int] = {}
         self.workloads: dict[Requests, Workload] = {}
-        self.grown: dict[MemoryLoad, int] = {}
+        self.grown: dict[MemoryLoad, dict[int, int]] = {}  # by the load, then the usable bytes per GPU
         self.costs: dict[StepKey, StepCost] = {}
         self.sizings: dict[EngineLoad, Sizing] = {}
         self.targets: Targets | None = None
@@ -168,19 +166,22 @@ class ServingTimer:
         lay = c.layout
         batch = max(math.ceil(w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1)
         scale = max(self.model_scale * factor, 1.0)  # core/sizing/project.grow_arch
-        key = MemoryLoad(scale, lay.tp, lay.pp, batch, w_grown.context_length, usable)
-        hit = self.grown.get(key)
+        at_load = MemoryLoad(scale, lay.tp, lay.pp, batch, w_grown.context_length)
+        by_usable = self.grown.get(at_load)
+        if by_usable is None:
+            by_usable = self.grown[at_load] = {}
+        hit = by_usable.get(usable)
         if hit is None:
             a, pa = grown
             gw = self.workload(c, batch, w_grown.context_length)
 
             def estimate(batch_size: int) -> MemoryEstimate:
-                at = MemoryLoad(scale, lay.tp, lay.pp, batch_size, gw.context_length)
+                at = at_load if batch_size == batch else MemoryLoad(scale, lay.tp, lay.pp, batch_size, gw.context_length)
                 m = self.memory.get(at)
                 return m if m is not None else self.estimate(at, a, pa, self.workload(c, batch_size, gw.context_length))
 
             m = admitted_memory(a, pa, gw, lay, lay.tp * lay.pp, self.oh, self.engine, usable, estimate)[0]
-            hit = self.grown[key] = max(m.device_bytes, m.load_device_bytes)
+            hit = by_usable[usable] = max(m.device_bytes, m.load_device_bytes)
         return hit
 
     def workload(self, c: Config, batch: int, context: int | None) -> Workload:
