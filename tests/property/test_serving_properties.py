@@ -98,7 +98,9 @@ def test_batch_size_equals_its_arrival_rate(case: tuple[str, str, int, int, int]
     rate = serve(model, gpu, tp, w.model_copy(update={"arrival_rate": fixed.requests_per_s, "arrival": "constant"}))
     assert rate.requests_per_s == pytest.approx(fixed.requests_per_s, rel=1e-6)
     queue = fixed.time_to_first_token_s - rate.time_to_first_token_s
-    if queue > 1e-9 * fixed.time_to_first_token_s:  # saturated: the same engine, with a queue in front of it
+    # saturated: the same engine, with a queue in front of it (not saturated, the two states agree to the open
+    # load's fixed point, 1e-7: the closed load's is exact, batching.state_at)
+    if queue > 1e-6 * fixed.time_to_first_token_s:
         assert fixed.request_latency_s - rate.request_latency_s == pytest.approx(queue, rel=1e-6)
         assert fixed.itl_s == rate.itl_s
         return

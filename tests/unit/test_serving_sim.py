@@ -66,8 +66,9 @@ def test_closed_loads_equal_simulation(prompt: int, output: int, users: int, thi
 
     e = Engine(cost=COST, budget=8192, max_seqs=1024, kv_tokens=400_000, prompt=prompt, output=output,
                prompt_std=0.3 * prompt, output_std=0.3 * output, poisson=think > 0)
-    rate, queued = closed_rate(e, users, think)
-    lat = latency(e, rate, queued_s=queued)
+    load = closed_rate(e, users, think)
+    rate = load.rate
+    lat = latency(e, rate, load.state, queued_s=load.queued_s)
     sim = simulate(e, users=users, think_s=think, requests=1200, seed=5)
     assert rate == pytest.approx(sim.rate, rel=0.1)
     assert lat.e2e.mean == pytest.approx(_mean(sim.e2e), rel=0.08)

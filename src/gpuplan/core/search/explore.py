@@ -20,7 +20,7 @@ from gpuplan.core.search.candidate import Context, Pick, materialize, pick, stor
 from gpuplan.core.search.growth import growth_view
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
 from gpuplan.core.search.ranking import rank, reference, same_cost
-from gpuplan.core.search.serving_shapes import serve_more
+from gpuplan.core.search.serving_shapes import Served, ServingTimer, serve_more
 from gpuplan.core.search.shapes import (
     PER_SERVER,
     SERVER_COUNTS,
@@ -31,7 +31,7 @@ from gpuplan.core.search.shapes import (
     slots_by_form,
 )
 from gpuplan.core.search.training import GrownModel, GrownModels, TrainingSpace
-from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory, serving_usable
+from gpuplan.core.sizing.engine_memory import serving_usable
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import MemoryCache, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -43,7 +43,6 @@ from gpuplan.core.sizing.project import (
 )
 from gpuplan.core.sizing.speed import (
     StepWork,
-    estimate_inference_speed,
     tokens_per_sample,
 )
 from gpuplan.core.sizing.step_time import StepTime
@@ -55,6 +54,7 @@ from gpuplan.schema.plan import (
     Rejected,
 )
 from gpuplan.schema.project import LoraSpec, Project
+from gpuplan.schema.speed import SpeedResult
 from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
@@ -142,6 +142,8 @@ class _Search:
         #: serving: the servers of each (GPU, GPUs per server) the load needs, found while timing one server
         self.want_servers: dict[tuple[str, int], int] = {}
         self.engine = inp.serving.engine if inp.serving is not None and not self.training else None
+        self.serve = ServingTimer(arch, p, inp.overheads, inp.speed, inp.serving, self.engine, self.model_scale) if (
+            inp.serving is not None and not self.training) else None
 
     # ------------------------------------------------------------------------------------------ memory
     def shape(self, n: int, per_server: int) -> tuple[list[Config], int | None]:
@@ -157,7 +159,8 @@ class _Search:
                 cs = self.space.configs(n, per_server)
                 self.evaluated += self.space.computed - before
             else:
-                cs = inference_configs(self.arch, self.p, self.w, n, per_server, inp.table, inp.overheads, self.engine)
+                cs = inference_configs(self.arch, self.p, self.w, n, per_server, inp.table, inp.overheads, self.engine,
+                                       None if self.serve is None else self.serve.start_bytes)
                 self.evaluated += len(cs)
             hit = self.configs[key] = (sorted(cs, key=_ORDER), min(map(_BYTES, cs), default=None))
         return hit
@@ -171,20 +174,17 @@ class _Search:
         serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
         if self.space is not None:  # a training step's memory is the GPU's own: `usable` does not enter
             return c.grown if c.grown is not None and factor == 1.0 else self.space.grown_bytes(c, factor)
+        if self.serve is not None and self.engine is not None:
+            return self.serve.grown_bytes(c, factor, usable, self.grown_model(factor), self.w_grown)
         key = (c.key, factor, usable)
-        if key not in self.grown_dev:
+        if key not in self.grown_dev:  # inference without the engine's defaults
             a, pa = self.grown_model(factor)
             lay = c.layout
             gw = c.workload.model_copy(update={
                 "batch_size": max(math.ceil(self.w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1),
                 "context_length": self.w_grown.context_length})
-            mp = lay.tp * lay.pp
-            if self.engine is not None:
-                m = admitted_memory(a, pa, gw, lay, mp, self.inp.overheads, self.engine, usable)[0]
-                self.grown_dev[key] = max(m.device_bytes, m.load_device_bytes)
-            else:
-                self.grown_dev[key] = estimate_memory(a, pa, gw, lay, mp, self.inp.table,
-                                                      self.inp.overheads).device_bytes
+            self.grown_dev[key] = estimate_memory(a, pa, gw, lay, lay.tp * lay.pp, self.inp.table,
+                                                  self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
     # ------------------------------------------------------------------------------------------ one shape
@@ -197,22 +197,13 @@ class _Search:
         self.timed += self.space.timed - before
         return best.metric, best.config, best.work, best.step
 
-    def time_config(self, c: Config, gpu: Gpu, ps: int) -> tuple[float, object]:
-        """(mean request latency, inference result) of the serving layout `c` on `gpu`."""
-        self.timed += 1
-        inp = self.inp
-        mem = estimate_serving_memory(self.arch, self.p, c.workload, c.layout, c.layout.tp * c.layout.pp, inp.overheads,
-                                      self.engine) if self.engine is not None else None
-        reserved = None if mem is None else mem.device_bytes - mem.breakdown.kv_cache_bytes
-        r = estimate_inference_speed(self.arch, self.p, c.workload, c.layout, c.n, gpu, inp.speed, gpus_per_node=ps,
-                                     serving=inp.serving, reserved_bytes=reserved)
-        assert r.inference is not None
-        return r.inference.request_latency_s, r
-
-    @staticmethod
-    def gpus_needed(c: Config, result: object) -> float:  # serving: the GPUs the load needs on this layout
-        inf = result.inference  # type: ignore[attr-defined]
-        return 0.0 if inf is None else (inf.replicas_needed or math.inf) * c.layout.tp * c.layout.pp
+    def time_config(self, c: Config, gpu: Gpu, ps: int) -> Served:
+        """The serving layout `c` on `gpu` sized: counted when computed, not when the timer had it for the same engine
+        and load (serving_shapes.ServingTimer)."""
+        assert self.serve is not None
+        served = self.serve.size(c, gpu, ps)
+        self.timed += served.fresh
+        return served
 
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
@@ -239,39 +230,35 @@ class _Search:
             return "no-fit"
         work: object = None
         result: object
+        inference: SpeedResult | None = None
         if self.training:
             metric, c, work, result = self.time_training(grown_ok, gpu, ps)
         else:
-            best: tuple[tuple[float, float], float, Config, object] | None = None
-            for c in grown_ok:
-                metric, result = self.time_config(c, gpu, ps)
-                rank = (self.gpus_needed(c, result), metric)  # fewest GPUs for the load, then latency
-                if best is None or rank < best[0]:
-                    best = (rank, metric, c, result)
-            assert best is not None
-            _, metric, c, result = best
-        if self.inp.speed.generations[gpu.generation].basis == "prior":
-            metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
-        if not self.training:
-            inf = result.inference  # type: ignore[attr-defined]
+            assert self.serve is not None  # fewest GPUs for the load, then the mean latency at it
+            c, served = self.serve.choose(grown_ok, lambda c: self.time_config(c, gpu, ps))
             mp = c.layout.tp * c.layout.pp
             have = n // mp
-            if inf is not None and inf.replicas_needed is None and inf.capacity_requests_per_s is not None:
+            need, cap_rps = served.replicas_needed, served.capacity_requests_per_s
+            if need is None and cap_rps is not None:
                 self.reject(gpu, ps, servers, "latency", f"no number of these replicas serves the load within the "
-                            f"objectives: one (its KV cache holds {inf.kv_cache_requests:,.1f} request(s)) sustains "
-                            "no load within them")
+                            f"objectives: one (its KV cache holds {served.kv_cache_requests or 0:,.1f} request(s)) "
+                            "sustains no load within them")
                 return "other"
-            if inf is not None and inf.replicas_needed is not None and inf.replicas_needed > have:
-                self.want_servers[(gpu.id, ps)] = math.ceil(inf.replicas_needed * mp / ps)
+            if need is not None and need > have:
+                self.want_servers[(gpu.id, ps)] = math.ceil(need * mp / ps)
                 self.reject(gpu, ps, servers, "latency", f"{have} replica(s) serve "
-                            f"{inf.capacity_requests_per_s or 0:,.2f} requests/s within the objectives; the load "
-                            f"needs {inf.replicas_needed} (with {self.inp.serving.engine.load_headroom:.0%} "  # type: ignore[union-attr]
+                            f"{cap_rps or 0:,.2f} requests/s within the objectives; the load "
+                            f"needs {need} (with {self.inp.serving.engine.load_headroom:.0%} "  # type: ignore[union-attr]
                             "headroom)")
                 return "deadline"
+            metric = self.serve.latency_s(c, served)
+            inference = self.serve.result(c, gpu, served)  # built for the layouts judged only
+        if self.inp.speed.generations[gpu.generation].basis == "prior":
+            metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
         k = pick(self.ctx, gpu, ps, servers, c, work if self.training else None,  # type: ignore[arg-type]
-                 result if self.training else None, None if self.training else result,  # type: ignore[arg-type]
+                 result if self.training else None, inference,
                  metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected)
         if k is not None:
             self.picks.append(k)

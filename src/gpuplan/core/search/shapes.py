@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -113,11 +113,13 @@ def layout_of(zero: int, tp: int, pp: int) -> Layout:
 
 
 def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_server: int,
-                      table: ActivationTable, oh: Overheads, engine: EngineDefaults | None = None) -> list[Config]:
+                      table: ActivationTable, oh: Overheads, engine: EngineDefaults | None = None,
+                      start_bytes: Callable[[Config], int] | None = None) -> list[Config]:
     """Every tensor-parallel degree (a power of two inside a server) on n GPUs, the rest replicas, each holding
     its share of batch_size; memory as the serving engine allocates it when `engine` is given: what it needs to
     start and hold one request (core/sizing/engine_memory.py), as a load beyond its KV cache queues rather than
-    failing, and the latency and capacity objectives judge it."""
+    failing, and the latency and capacity objectives judge it. `start_bytes`: that, from a caller that keeps it
+    by layout (one request: the same on every GPU count)."""
     out: list[Config] = []
     tps = [tp for tp in pow2_upto(min(per_server, 8)) if not n % tp and (tp == 1 or not arch.num_heads % tp)]
     layers = arch.num_layers + arch.num_decoder_layers
@@ -132,8 +134,9 @@ def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_s
             c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
                        global_batch=0, device_bytes=0,
                        order=order_key(w.gradient_checkpointing, tp * pp, lay.zero) - w.micro_batch_size)
-            c.device_bytes = (serving_start_bytes(arch, p, c.workload, lay, tp * pp, oh, engine) if engine is not None
-                              else estimate_memory(arch, p, c.workload, lay, tp * pp, table, oh).device_bytes)
+            c.device_bytes = ((start_bytes(c) if start_bytes is not None else serving_start_bytes(
+                arch, p, c.workload, lay, tp * pp, oh, engine)) if engine is not None
+                else estimate_memory(arch, p, c.workload, lay, tp * pp, table, oh).device_bytes)
             out.append(c)
     return out
 

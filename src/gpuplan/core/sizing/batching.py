@@ -18,7 +18,8 @@ tests/unit/test_serving_sim.py holds the two within a few per cent on a grid.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpuplan.core.sizing.tp_comm import AllReduce
@@ -56,6 +57,17 @@ class StepCost:
     pp: int = 1
     hop_s: float = 0.0
     hop_s_per_token: float = 0.0
+    #: its hash, made once: a step cost is in the key of every cache its engines are in
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((
+            self.weights_s, self.experts_s, self.num_experts, self.experts_per_token, self.kv_s_per_token,
+            self.decode_flop_s, self.prefill_flop_s, self.attn_s_per_pair, self.fixed_s, self.allreduces,
+            self.allreduce_bytes_per_token, self.allreduce, self.pp, self.hop_s, self.hop_s_per_token)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def seconds(self, decodes: float, prefill: float, kv_tokens: float, pairs: float) -> float:
         """A step of `decodes` decoding requests and `prefill` prompt tokens that reads `kv_tokens` tokens of KV
@@ -67,10 +79,12 @@ class StepCost:
             touched = e * (1 - (1 - self.experts_per_token / e) ** max(tokens, 0.0))
             w -= self.experts_s * (e - touched) / e
         gemm = self.decode_flop_s * decodes + self.prefill_flop_s * prefill
-        attn = max(self.kv_s_per_token * kv_tokens, self.attn_s_per_pair * pairs)
-        t = max(w, gemm) + attn + self.fixed_s
+        # the larger of each pair (max()'s choice, first of equals, without a call: the search's hottest line)
+        kv, pair = self.kv_s_per_token * kv_tokens, self.attn_s_per_pair * pairs
+        t = (gemm if gemm > w else w) + (pair if pair > kv else kv) + self.fixed_s
         if self.allreduce is not None and self.allreduces:  # a step that runs carries at least one token
-            t += self.allreduces * self.allreduce.seconds(max(tokens, 1.0) * self.allreduce_bytes_per_token)
+            t += self.allreduces * self.allreduce.seconds((1.0 if 1.0 > tokens else tokens)
+                                                          * self.allreduce_bytes_per_token)
         if self.pp > 1:  # every stage in turn, then a hop to the next
             t = self.pp * t + (self.pp - 1) * (self.hop_s + self.hop_s_per_token * tokens)
         return t
@@ -92,6 +106,16 @@ class Engine:
     prompt_std: float = 0.0
     output_std: float = 0.0
     poisson: bool = True
+    #: its hash, made once: an engine keys several caches (its saturation, its capacity, a search's timings)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((
+            self.cost, self.budget, self.max_seqs, self.kv_tokens, self.block, self.prompt, self.output,
+            self.prompt_std, self.output_std, self.poisson)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +142,21 @@ class State:
 
 
 def decode_steps(e: Engine) -> float:
-    return max(e.output - 1.0, 0.0)
+    d = e.output - 1.0
+    return 0.0 if 0.0 > d else d  # max(d, 0.0)
 
 
-def _step_parts(e: Engine, rate: float, x: float) -> tuple[float, float, float, float, int, float, str]:
-    """(t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound) at mean step time x."""
-    d = rate * x * decode_steps(e)
+#: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound)
+_Parts = tuple[float, float, float, float, int, float, str]
+
+
+def _step_parts(e: Engine, arrivals: float) -> _Parts:
+    """(t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound) when `arrivals` requests
+    arrive in a mean step (λx): the step is a function of that alone."""
+    d = arrivals * decode_steps(e)
     budget_left = e.budget - d
     if budget_left <= 0:
         return 0.0, 0.0, 0.0, d, 1, 1.0, "budget"
-    arrivals = rate * x
     per_step = arrivals * e.prompt
     load = per_step / budget_left
     chunks = k = max(math.ceil(e.prompt / budget_left), 1)
@@ -143,30 +172,51 @@ def _step_parts(e: Engine, rate: float, x: float) -> tuple[float, float, float, 
     return t_d, t_m, m, d, chunks, load, ""
 
 
-def solve_state(e: Engine, rate: float) -> State:
-    """The engine's steady state at `rate` requests/s (a fixed point of the mean step time)."""
+def state_at(e: Engine, arrivals: float) -> State | None:
+    """The steady state in which `arrivals` requests arrive in a mean step: the step time x that load makes, at
+    the rate arrivals / x, a fixed point by construction (None: past the token budget, or no arrivals). A closed
+    load is solved over this (core/sizing/queueing.closed_rate), one step time per trial, no fixed point to
+    iterate at each."""
+    if arrivals <= 0:
+        return None
+    parts = _step_parts(e, arrivals)
+    if parts[6] or parts[5] >= 1.0:
+        return None
+    t_d, t_m, m = parts[0], parts[1], parts[2]
+    x = (1 - m) * t_d + m * t_m
+    return _state(e, arrivals / x, x, parts)
+
+
+def solve_state(e: Engine, rate: float, near: State | None = None) -> State:
+    """The engine's steady state at `rate` requests/s (a fixed point of the mean step time), bracketed by doubling
+    from the idle step, or from `near`, a stable state at a nearby rate (the step time grows with the rate: a
+    bisection over rates brackets each from the last in a step or two)."""
     t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
     if rate <= 0:
         return State(rate=0.0, stable=True, bound="", step_s=t0, decode_s=t0, mixed_s=t0, chunks=1)
 
-    def gap(x: float) -> tuple[float, tuple[float, float, float, float, int, float, str]]:
-        parts = _step_parts(e, rate, x)
+    def gap(x: float) -> tuple[float, _Parts]:
+        parts = _step_parts(e, rate * x)
         if parts[6] or parts[5] >= 1.0:
             return math.inf, parts
         t_d, t_m, m = parts[0], parts[1], parts[2]
         return (1 - m) * t_d + m * t_m - x, parts
 
-    lo = hi = t0
-    g, parts = gap(hi)
-    if math.isinf(g):
-        return State(rate=rate, stable=False, bound=parts[6] or "budget")
-    while 0 < g < math.inf:  # the step time grows with the batch it carries: bracket where it stops growing
-        lo, hi = hi, hi * 2
+    start = _from_near(gap, t0, rate, near) if near is not None else None
+    if start is not None:
+        lo, glo, hi, g, parts = start
+    else:
+        lo = hi = t0
         g, parts = gap(hi)
-        if hi > 1e6 * t0:
-            return State(rate=rate, stable=False, bound="step")
+        if math.isinf(g):
+            return State(rate=rate, stable=False, bound=parts[6] or "budget")
+        while 0 < g < math.inf:  # the step time grows with the batch it carries: bracket where it stops growing
+            lo, hi = hi, hi * 2
+            g, parts = gap(hi)
+            if hi > 1e6 * t0:
+                return State(rate=rate, stable=False, bound="step")
+        glo, _ = gap(lo) if lo != hi else (g, parts)
     found = g <= 0
-    glo, _ = gap(lo) if lo != hi else (g, parts)
     side = 0
     for _ in range(80):  # Illinois false position where the bracket is finite, bisection past the budget
         if hi - lo <= 1e-7 * hi:
@@ -199,7 +249,41 @@ def solve_state(e: Engine, rate: float) -> State:
     return _state(e, rate, hi, parts)
 
 
-def _state(e: Engine, rate: float, x: float, parts: tuple[float, float, float, float, int, float, str]) -> State:
+def _from_near(gap: Callable[[float], tuple[float, _Parts]], t0: float, rate: float,
+               near: State) -> tuple[float, float, float, float, _Parts] | None:
+    """(lo, gap there, hi, gap there, hi's parts) around the fixed point at `rate` from `near`'s step time, which
+    bounds it below at a higher rate and above at a lower one; None when `near` does not serve (then doubling)."""
+    x0 = near.step_s
+    if not (near.stable and near.rate > 0 and x0 > t0):
+        return None
+    if rate >= near.rate:  # step up from x0
+        lo = x0
+        glo, _ = gap(lo)
+        if not 0 < glo < math.inf:
+            return None
+        grow = min(rate / near.rate - 1.0, 1.0) + 1e-3
+        while True:
+            hi = lo * (1 + grow)
+            g, parts = gap(hi)
+            if not 0 < g < math.inf:
+                return lo, glo, hi, g, parts
+            if hi > 1e6 * t0:
+                return None
+            lo, glo, grow = hi, g, grow * 4
+    hi = x0  # step down from x0, to the idle step at most (where the gap is never negative)
+    g, parts = gap(hi)
+    if not g <= 0:
+        return None
+    shrink = min(near.rate / rate - 1.0, 1.0) + 1e-3
+    while True:
+        lo = max(hi / (1 + shrink), t0)
+        glo, plo = gap(lo)
+        if 0 < glo < math.inf or lo == t0:
+            return lo, glo, hi, g, parts
+        hi, g, parts, shrink = lo, glo, plo, shrink * 4
+
+
+def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     t_d, t_m, m, d, chunks, _, _ = parts
     # the prefill server (M/G/1): a request's prompt takes prompt / budget-left of a full-budget step
     budget_left = e.budget - d
@@ -239,18 +323,33 @@ def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
 
 
 @lru_cache(maxsize=4096)
+def interned(e: Engine) -> Engine:
+    """The first engine seen equal to `e` (memoized), its step cost interned too (`interned_cost`): the caches an
+    engine keys (its saturation, capacity, a search's timings) then find it by identity, not field by field."""
+    return e
+
+
+@lru_cache(maxsize=4096)
+def interned_cost(c: StepCost) -> StepCost:
+    """The first step cost seen equal to `c` (memoized): see `interned`."""
+    return c
+
+
+@lru_cache(maxsize=4096)
 def saturation_rate(e: Engine) -> float:
     """The highest arrival rate the engine is stable at (requests/s), by bisection (memoized: the search asks
     for the same engine on every server count)."""
     t0 = e.cost.seconds(0.0, 0.0, 0.0, 0.0)
     hi = 1.0 / (t0 * max(decode_steps(e), 1.0)) * e.budget  # more than the budget could ever decode
     lo = 0.0
-    if not solve_state(e, 1e-9).stable:
+    below = solve_state(e, 1e-9)  # the last stable state, which brackets the next one
+    if not below.stable:
         return 0.0
     for _ in range(50):
         mid = (lo + hi) / 2
-        if solve_state(e, mid).stable:
-            lo = mid
+        s = solve_state(e, mid, below)
+        if s.stable:
+            lo, below = mid, s
         else:
             hi = mid
         if hi - lo <= 1e-3 * hi:
@@ -258,4 +357,12 @@ def saturation_rate(e: Engine) -> float:
     return lo
 
 
-__all__ = ["Engine", "State", "StepCost", "decode_steps", "saturation_rate", "solve_state"]
+@lru_cache(maxsize=4096)
+def saturation_state(e: Engine) -> State:
+    """The steady state just below the saturation rate (1 - 1e-6 of it), where a closed load that asks for more
+    runs (memoized with it: every load on the engine starts from it)."""
+    return solve_state(e, saturation_rate(e) * (1 - 1e-6))
+
+
+__all__ = ["Engine", "State", "StepCost", "decode_steps", "interned", "interned_cost", "saturation_rate",
+           "saturation_state", "solve_state", "state_at"]

@@ -12,6 +12,8 @@ latency and capacity model (core/sizing/serving.py), which queues it. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpuplan.core.sizing.activations import resolve
 from gpuplan.core.sizing.levels import _reserve_and_device
 from gpuplan.core.sizing.memory import load_peak_bytes
@@ -24,12 +26,18 @@ from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.serving import EngineDefaults
 
 
-def estimate_serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                            engine: EngineDefaults) -> MemoryEstimate:
+def _serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                    engine: EngineDefaults) -> tuple[MemoryEstimate, float, int]:
+    """(the engine's memory, the checkpoint-loading peak, that peak per GPU with the allocator's reserve)."""
     check_stack(arch, w)
     m = estimate_inference(arch, p, w, lay, gpus, oh, engine)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
-    device = _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+    return m, load, _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
+
+
+def estimate_serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                            engine: EngineDefaults) -> MemoryEstimate:
+    m, load, device = _serving_memory(arch, p, w, lay, gpus, oh, engine)
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
 
 
@@ -42,16 +50,23 @@ def serving_start_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout
                         engine: EngineDefaults) -> int:
     """Bytes per GPU an engine needs to start and hold one request of the workload's lengths: weights, prefill
     workspace, CUDA graphs, context and one request's KV cache (or the checkpoint-loading peak, if higher)."""
-    m = estimate_serving_memory(arch, p, one_request(w), lay, gpus, oh, engine)
-    return max(m.device_bytes, m.load_device_bytes)
+    m, _, load_device = _serving_memory(arch, p, one_request(w), lay, gpus, oh, engine)
+    return max(m.device_bytes, load_device)
 
 
 def admitted_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                    engine: EngineDefaults, cap: int) -> tuple[MemoryEstimate, int]:
+                    engine: EngineDefaults, cap: int,
+                    estimate: Callable[[int], MemoryEstimate] | None = None) -> tuple[MemoryEstimate, int]:
     """(the memory an engine with `cap` bytes per GPU holds at the load, the requests of the workload's lengths its
     KV cache holds): the KV of the requests in flight it admits, all of them when they fit, else as many as fit
-    (at least one, so an engine that cannot start shows what one request needs)."""
-    m = estimate_serving_memory(arch, p, w, lay, gpus, oh, engine)
+    (at least one, so an engine that cannot start shows what one request needs). `estimate`: the serving memory of
+    `w` with a given batch_size (estimate_serving_memory; a search passes one that remembers them)."""
+    def at(batch_size: int) -> MemoryEstimate:
+        return estimate_serving_memory(arch, p, w if batch_size == w.batch_size else w.model_copy(
+            update={"batch_size": batch_size}), lay, gpus, oh, engine)
+
+    est = estimate or at
+    m = est(w.batch_size)
     kv = m.breakdown.kv_cache_bytes
     batch = max(resolve(arch, w).batch, 1)
     per_request = kv / batch
@@ -59,8 +74,7 @@ def admitted_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gp
     holds = max(int(room // per_request), 0) if per_request > 0 else batch
     if holds >= batch:
         return m, holds
-    admitted = w.model_copy(update={"batch_size": max(holds, 1)})
-    return estimate_serving_memory(arch, p, admitted, lay, gpus, oh, engine), holds
+    return est(max(holds, 1)), holds
 
 
 def engine_cap(gpu_bytes: int, w: Workload, engine: EngineDefaults) -> int:

@@ -4,14 +4,13 @@ and the replicas the load needs. Pure; the engine's facts come in as `serving` (
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from gpuplan.core.sizing.batching import Engine, StepCost, saturation_rate
+from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
-from gpuplan.core.sizing.queueing import Latency, Targets, capacity, closed_rate, latency
+from gpuplan.core.sizing.queueing import Dist, Targets
 from gpuplan.core.sizing.rates import (
     GB,
     _base_efficiency,
@@ -21,6 +20,7 @@ from gpuplan.core.sizing.rates import (
     link_gbs,
     peak_flops,
 )
+from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
 from gpuplan.core.sizing.serving_memory import prefill_budget, request_tokens
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
@@ -48,37 +48,76 @@ def _weights_read(arch: ModelArch, p: ParamCount, dtype: str) -> tuple[float, fl
     return dense, experts
 
 
-def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
-              serving: ServingData, node: int) -> StepCost:
-    """The cost of one engine step of `arch` on one replica of `lay` (one pipeline stage's share per GPU)."""
-    prm, gen = sm.params, sm.generations[gpu.generation]
+@dataclass(frozen=True, slots=True)
+class EngineModel:
+    """What every replica's engine of a serving project shares, whatever its GPU and layout: the weights a step
+    reads (bytes, whole model), the KV cache a context token is read from and a request's token holds, the FLOPs
+    per token, and the requests' lengths, spreads and arrivals (`engine_model`)."""
+
+    prec: str
+    weights_b: float  # dense and expert weights
+    experts_b: float
+    num_experts: int
+    experts_per_token: int
+    num_heads: int
+    num_kv_heads: int
+    layers: int
+    kv_read_b: float  # per context token (at the mean context)
+    kv_held_b: float  # per token of a request (its prompt and output, in whole blocks)
+    flops: float  # per token (2 x active parameters, embeddings aside)
+    attn_flops: float  # per (query, context) pair over the layers
+    hidden_b: float  # one token's activations, moved by an all-reduce or a pipeline hop
+    prompt: float
+    output: float
+    prompt_std: float
+    output_std: float
+    poisson: bool
+
+
+def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingData) -> EngineModel:
     dtype = w.weights_dtype or "bf16"
-    prec = "fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16")
-    tp, pp = lay.tp, lay.pp
-    mp = tp * pp
-    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
-    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec)
     dense, experts = _weights_read(arch, p, dtype)
     kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
     ctx = max(int(resolve(arch, w).seq + (w.output_tokens or 256) / 2), 1)
-    kv_token = kv_cache_bytes(arch, 1, ctx, kv_b) / ctx / min(tp, max(arch.num_kv_heads, 1)) / pp
+    tokens = request_tokens(arch, w, serving.engine)
+    prompt, out = lengths(arch, w, serving)
+    return EngineModel(
+        prec="fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16"), weights_b=dense + experts,
+        experts_b=experts, num_experts=arch.moe.num_experts if arch.moe else 0,
+        experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
+        num_kv_heads=arch.num_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
+        kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b) / ctx, kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b) / tokens,
+        flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
+        hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
+        output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w))
+
+
+def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
+              serving: ServingData, node: int, model: EngineModel | None = None) -> StepCost:
+    """The cost of one engine step of `arch` on one replica of `lay` (one pipeline stage's share per GPU);
+    `model`: engine_model's, when the caller keeps it."""
+    m = model or engine_model(arch, p, w, serving)
+    prm, gen = sm.params, sm.generations[gpu.generation]
+    tp, pp = lay.tp, lay.pp
+    mp = tp * pp
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    peak = peak_flops(gpu, m.prec) * _base_efficiency(gen, m.prec)
+    kv_token = m.kv_read_b / min(tp, max(m.num_kv_heads, 1)) / pp
     if serving.engine.kv_read_per_query_head:  # each query head of a GPU reads its KV head's cache itself
-        kv_token *= max(arch.num_heads / max(arch.num_kv_heads, tp), 1.0)
-    layers = arch.num_layers + arch.num_decoder_layers
-    flop_token = 2 * (p.active - p.embedding) / mp
+        kv_token *= max(m.num_heads / max(m.num_kv_heads, tp), 1.0)
+    flop_token = m.flops / mp
     ar = all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None
     hop_bw = link_gbs(gpu, sm, 2, node) * GB if pp > 1 else 1.0
-    return StepCost(
-        weights_s=(dense + experts) / mp / bw, experts_s=experts / mp / bw,
-        num_experts=arch.moe.num_experts if arch.moe else 0,
-        experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
+    return interned_cost(StepCost(
+        weights_s=m.weights_b / mp / bw, experts_s=m.experts_b / mp / bw, num_experts=m.num_experts,
+        experts_per_token=m.experts_per_token,
         kv_s_per_token=kv_token / (bw * serving.engine.attention_bandwidth_ratio), decode_flop_s=flop_token / peak,
         prefill_flop_s=flop_token / (peak * prm.prefill_factor),
-        attn_s_per_pair=4 * arch.q_dim * arch.num_layers / mp / (peak * prm.attention_factor),
-        fixed_s=layers / pp * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
-        allreduces=2 * layers // pp if tp > 1 else 0, allreduce_bytes_per_token=arch.hidden_size * 2.0, allreduce=ar,
+        attn_s_per_pair=m.attn_flops / mp / (peak * prm.attention_factor),
+        fixed_s=m.layers / pp * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
+        allreduces=2 * m.layers // pp if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b, allreduce=ar,
         pp=pp, hop_s=serving.allreduce["nvlink" if gpu.interconnect.kind != "none" else "pcie"].nccl_latency_s,
-        hop_s_per_token=arch.hidden_size * 2.0 / hop_bw)
+        hop_s_per_token=m.hidden_b / hop_bw))
 
 
 def objectives(w: Workload, serving: ServingData) -> Objectives:
@@ -101,37 +140,24 @@ def lengths(arch: ModelArch, w: Workload, serving: ServingData) -> tuple[float, 
     return float(prompt), float(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Replica:
-    """One replica's engine (each of its `pp` pipeline virtual engines serves 1/pp of its requests)."""
-
-    engine: Engine
-    pp: int
-    saturation: float  # requests/s one virtual engine is stable up to
-
-    @property
-    def saturation_rate(self) -> float:
-        return self.saturation * self.pp
-
-
 def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
-                  serving: ServingData, *, node: int, reserved_bytes: float) -> Replica:
-    """The engine of one replica: its step cost, token budget, sequence cap and the KV cache tokens the memory
-    left after `reserved_bytes` per GPU (weights, workspace, graphs, context) holds."""
+                  serving: ServingData, *, node: int, reserved_bytes: float | None,
+                  cost: StepCost | None = None, model: EngineModel | None = None) -> Replica:
+    """The engine of one replica: its step cost (`cost`: step_cost's, when the caller keeps it), token budget,
+    sequence cap and the KV cache tokens the memory left after `reserved_bytes` per GPU (weights, workspace, graphs,
+    context; None: the weights and the graphs) holds; `model`: engine_model's, when the caller keeps it."""
+    m = model or engine_model(arch, p, w, serving)
+    reserved = reserved_bytes if reserved_bytes is not None else _reserved(arch, p, w, lay, serving)
     eng = serving.engine
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
     budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
-    kv_b = 1 if w.kv_cache_dtype == "fp8" else 2
-    per_token = kv_cache_bytes(arch, 1, request_tokens(arch, w, eng), kv_b) / request_tokens(arch, w, eng) / min(
-        lay.tp, max(arch.num_kv_heads, 1)) / lay.pp
-    kv_tokens = max(cap - reserved_bytes, 0.0) / per_token if per_token > 0 else 1e12
-    prompt, out = lengths(arch, w, serving)
-    e = Engine(cost=step_cost(arch, p, w, lay, gpu, sm, serving, node), budget=budget, max_seqs=seqs,
-               kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=prompt, output=out,
-               prompt_std=w.prompt_tokens_std or 0.0, output_std=w.output_tokens_std or 0.0,
-               poisson=poisson_arrivals(w))
+    per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
+    kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
+    e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
+                        max_seqs=seqs, kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt,
+                        output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson))
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
@@ -146,41 +172,27 @@ def poisson_arrivals(w: Workload) -> bool:
     return False
 
 
-def replica_rate(rep: Replica, w: Workload, replicas: int) -> tuple[float, str, float]:
-    """(requests/s one replica serves under the project's load, where the load came from, the wait in front of
-    the engine of a closed load beyond what it sustains)."""
-    sat = rep.saturation * (1 - 1e-6)
-    if w.arrival_rate is not None:
-        return min(w.arrival_rate / replicas / rep.pp, sat) * rep.pp, "arrival_rate", 0.0
-    if w.users is not None:
-        rate, queued = closed_rate(rep.engine, w.users / replicas / rep.pp, w.think_time_s or 0.0, rep.saturation)
-        return rate * rep.pp, "users", queued
-    rate, queued = closed_rate(rep.engine, w.batch_size / rep.pp, 0.0, rep.saturation)
-    return rate * rep.pp, "batch_size", queued
-
-
 def targets_of(obj: Objectives) -> Targets:
     return Targets(ttft_s=obj.ttft_s, itl_s=obj.itl_s, e2e_s=obj.e2e_s, percentile=float(obj.percentile))
 
 
-def _pct(d: object) -> Percentiles:
-    q = d.quantile  # type: ignore[attr-defined]
-    a, b, c = q(0.5), q(0.9), q(0.99)
+def _pct(d: Dist) -> Percentiles:
+    a, b, c = d.quantile(0.5), d.quantile(0.9), d.quantile(0.99)
     return Percentiles(p50=a, p90=max(a, b), p99=max(a, b, c))
 
 
-def replicas_needed(rep: Replica, w: Workload, cap_rate: float, per_replica_now: int, headroom: float) -> int | None:
-    """Replicas the project's whole load needs at `cap_rate` requests/s each, with the headroom."""
-    if cap_rate <= 0:
-        return None
-    if w.arrival_rate is not None:
-        return max(math.ceil(w.arrival_rate * (1 + headroom) / cap_rate), 1)
-    lat = latency(rep.engine, cap_rate / rep.pp)
-    if w.users is not None:
-        per_user = (w.think_time_s or 0.0) + lat.e2e.mean
-        return max(math.ceil(w.users * (1 + headroom) / (cap_rate * per_user)), 1)
-    conc = cap_rate * lat.e2e.mean
-    return max(math.ceil(w.batch_size * per_replica_now * (1 + headroom) / conc), 1) if conc > 0 else None
+def time_replicas(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu, sm: SpeedModel,
+                  serving: ServingData, *, node: int, reserved_bytes: float | None = None) -> Timing:
+    """A decoder's load on `gpus` x `gpu` in replicas of `lay` (`node` GPUs per node): its engine, capacity within
+    the objectives, the replicas the load needs and its operating point (core/sizing/serving_load.py)."""
+    rep = build_replica(arch, p, w, lay, gpu, sm, serving, node=node, reserved_bytes=reserved_bytes)
+    return time_load(size_replicas(rep, w, max(gpus // (lay.tp * lay.pp), 1), serving), w)
+
+
+def size_replicas(rep: Replica, w: Workload, replicas: int, serving: ServingData) -> Sizing:
+    """`replicas` of `rep` under the project's objectives (serving_load.size_load)."""
+    return size_load(rep, w, replicas, targets_of(objectives(w, serving)), serving.engine.max_utilization,
+                     serving.engine.load_headroom)
 
 
 def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
@@ -195,13 +207,9 @@ def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: L
         raise TypeError("estimate_inference_speed needs serving= (gpuplan.catalog.serving.load_serving())")
     if arch.kind not in ("decoder", "encoder-decoder"):
         return _encoder_speed(arch, p, w, lay, gpus, gpu, sm)
-    node = gpus_per_node or min(gpus, _node_gpus(gpu))
-    mp = lay.tp * lay.pp
-    replicas = max(gpus // mp, 1)
-    reserved = reserved_bytes if reserved_bytes is not None else _reserved(arch, p, w, lay, serving)
-    rep = build_replica(arch, p, w, lay, gpu, sm, serving, node=node, reserved_bytes=reserved)
-    rate, load, queued = replica_rate(rep, w, replicas)
-    return _result(arch, p, w, lay, gpu, sm, serving, rep, rate, load, replicas, queued)
+    t = time_replicas(arch, p, w, lay, gpus, gpu, sm, serving, node=gpus_per_node or min(gpus, _node_gpus(gpu)),
+                      reserved_bytes=reserved_bytes)
+    return timed_result(arch, p, w, lay, gpu, sm, serving, t)
 
 
 def _reserved(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, serving: ServingData) -> float:
@@ -209,24 +217,26 @@ def _reserved(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, serving:
     return (dense + experts + p.embedding * 2) / (lay.tp * lay.pp) + serving.engine.cuda_graph_gib * GIB * 2
 
 
-def _result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
-            serving: ServingData, rep: Replica, rate: float, load: str, replicas: int,
-            queued: float = 0.0) -> SpeedResult:
+def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
+                 serving: ServingData, t: Timing) -> SpeedResult:
+    """The full result of a timed decoder layout: latency percentiles, ranges, notes and assumptions."""
+    sz, lat = t.sizing, t.now
+    rep, replicas = sz.rep, sz.replicas
     e = rep.engine
-    lat: Latency = latency(e, rate / rep.pp, queued_s=queued)
     s = lat.state
     obj = objectives(w, serving)
     tg = targets_of(obj)
-    cap, bound = capacity(e, tg, serving.engine.max_utilization, rep.saturation)
-    cap_rep = cap * rep.pp
-    need = replicas_needed(rep, w, cap_rep, replicas, serving.engine.load_headroom)
+    cap, bound = sz.capacity.rate, sz.capacity.bound
+    cap_rep = sz.capacity_per_replica
+    need = sz.replicas_needed
+    rate = t.rate * rep.pp  # one replica's
     notes = _notes(w, rep, rate, replicas, cap_rep, need, lay) + _calibration_notes(sm.generations[gpu.generation])
     met = None if not tg.any else tg.missed(lat) is None
     total_rate = rate * replicas
     itl = lat.itl.mean
     mem_t = e.cost.weights_s + e.cost.kv_s_per_token * s.decodes * (e.prompt + e.output / 2)
     bound_now = "memory-bandwidth" if mem_t >= e.cost.decode_flop_s * s.decodes else "compute"
-    conc_cap = latency(e, cap).concurrency if cap > 0 else 0.0
+    conc_cap = sz.capacity.at.concurrency if sz.capacity.at is not None and cap > 0 else 0.0
     batch_prefill = e.cost.seconds(0.0, w.batch_size * e.prompt, w.batch_size * e.prompt,
                                    w.batch_size * e.prompt ** 2 / 2)
     inf = InferenceSpeed(
@@ -240,14 +250,14 @@ def _result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, 
         max_batch_for_target=int(conc_cap * rep.pp) if w.target_latency_s and conc_cap * rep.pp >= 1 else None,
         requests_per_s_at_target=cap_rep * replicas if w.target_latency_s and cap > 0 else None,
         ttft_s=_pct(lat.ttft), itl_s=_pct(lat.itl), e2e_s=_pct(lat.e2e),
-        concurrency=total_rate * lat.e2e.mean, load=load, replicas=replicas,
+        concurrency=total_rate * lat.e2e.mean, load=t.load, replicas=replicas,
         capacity_requests_per_s=cap_rep * replicas, capacity_requests_per_s_per_replica=cap_rep,
         capacity_bound=bound, replicas_needed=need, objectives=obj, objectives_met=met,
         decode_batch=s.decodes, step_s=s.step_s, kv_cache_occupancy=min(s.kv_used_tokens / e.kv_tokens, 1.0)
         if e.kv_tokens > 0 else 1.0, kv_cache_tokens=int(e.kv_tokens * rep.pp),
-        kv_cache_requests=e.kv_tokens * rep.pp / (e.prompt + e.output),
+        kv_cache_requests=sz.kv_cache_requests,
         max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs,
-        assumptions=_assumptions(w, gpu, sm, serving, rep, rate, replicas, lay, load),
+        assumptions=_assumptions(w, gpu, sm, serving, rep, rate, replicas, lay, t.load),
     )
     fwd = forward_flops(arch, p, int(e.prompt), eager=w.attention == "eager", image_size=int(e.prompt))
     compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
@@ -325,5 +335,6 @@ def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu
     return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
-__all__ = ["Replica", "build_replica", "estimate_inference_speed", "lengths", "objectives", "poisson_arrivals",
-           "step_cost"]
+__all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed", "lengths",
+           "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
+           "timed_result"]

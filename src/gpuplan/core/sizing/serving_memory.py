@@ -6,7 +6,7 @@ whole batch at once and the KV cache of the tokens themselves, as Hugging Face g
 
 from __future__ import annotations
 
-from gpuplan.core.sizing.activations import resolve
+from gpuplan.core.sizing.activations import Resolved, resolve
 from gpuplan.core.sizing.levels import _finish
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.estimate import MemoryEstimate, Note, Overheads
@@ -21,9 +21,10 @@ INT4_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
 WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM}
 
 
-def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None) -> int:
-    """KV cache tokens one request holds at its end: prompt and output (whole blocks with an engine)."""
-    r = resolve(arch, w)
+def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None, r: Resolved | None = None) -> int:
+    """KV cache tokens one request holds at its end: prompt and output (whole blocks with an engine); `r`: the
+    workload resolved, when the caller has it."""
+    r = r or resolve(arch, w)
     generative = arch.kind in ("decoder", "encoder-decoder")
     tokens = r.seq + ((w.output_tokens or 256) if generative else 0)
     if engine is None:
@@ -57,7 +58,7 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     kv_b = {"bf16": 2, "fp16": 2, "fp8": 1}[w.kv_cache_dtype or ("fp16" if dtype == "fp16" else "bf16")]
     # tensor parallel splits the KV heads; with fewer KV heads than GPUs each GPU keeps a replica of one
     # Hugging Face's cache keeps every prefilled token, sliding-window layers too; an engine's blocks the window
-    kv = kv_cache_bytes(arch, r.batch, request_tokens(arch, w, engine), kv_b, window=engine is not None) / min(
+    kv = kv_cache_bytes(arch, r.batch, request_tokens(arch, w, engine, r), kv_b, window=engine is not None) / min(
         lay.tp, arch.num_kv_heads) / lay.pp
     beta = 4 if dtype == "fp32" else 2
     tokens = min(prefill_budget(w, engine) or r.batch * r.seq, r.batch * r.seq)
