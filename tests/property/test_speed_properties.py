@@ -4,7 +4,7 @@ more work never takes less time, a faster GPU never gives a slower answer, the p
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import assume, given, settings
@@ -35,7 +35,7 @@ REL = 1e-9  # float noise between two evaluations of the same formula
 FEW = settings(max_examples=30, deadline=None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def preset_arch(pid: str) -> ModelArch:
     return arch_from_hf_config(PRESETS[pid].config)
 

@@ -150,7 +150,7 @@ class _Search:
         """n GPUs' configurations in servers of `per_server`, in the order they are timed, and the least memory per
         GPU of any of them (None: there is none). Keyed by (n, min(per_server, 8)): tensor parallelism spans at
         most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's."""
-        key = ShapeKey(n, per_server if per_server < 8 else 8)  # noqa: FURB136 (min() is a call, on every lookup)
+        key = ShapeKey(n, per_server if per_server < 8 else 8)
         hit = self.configs.get(key)
         if hit is None:
             inp = self.inp
@@ -215,7 +215,7 @@ class _Search:
                 best_fail[:] = [(smallest, ps, servers)]
             return "no-fit"
         # shape's key and the usable memory: GPUs of the same usable memory see the same layouts
-        hkey = (n, ps if ps < 8 else 8, usable)  # noqa: FURB136
+        hkey = (n, ps if ps < 8 else 8, usable)
         if hkey not in self.heads:
             head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
             # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed);

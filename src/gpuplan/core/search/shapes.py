@@ -186,7 +186,7 @@ def max_gpus_per_server(gpu: Gpu, catalog: Catalog, by_form: dict[str, list[Slot
             continue
         if width and max_width and width > max_width:
             continue
-        if slots > best:  # noqa: PLR1730 (max() is a call, for every platform)
+        if slots > best:
             best = slots
     return best
 

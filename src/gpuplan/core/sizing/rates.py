@@ -105,7 +105,7 @@ def exposed_of(transfers: Iterable[tuple[float, float, int]], overlap: float) ->
     total = 0.0
     for t, window, times in transfers:
         late = t - window
-        total += times * ((late if late > 0.0 else 0.0) + keep * (t if t < window else window))  # noqa: FURB136 (calls)
+        total += times * ((late if late > 0.0 else 0.0) + keep * (t if t < window else window))
     return total
 
 
