@@ -6,7 +6,9 @@ llama3-8b-qlora` and `gpuplan --help` cost in all.
 
 Needs valgrind on PATH; each example takes about a minute under it. Compare two trees with --src:
 
-Run: python benchmarks/search_instructions.py [--src PATH/TO/src] [--cli] [EXAMPLE ...]
+With --plan, a whole warm `api.plan()` (three against one, halved) in place of the search.
+
+Run: python benchmarks/search_instructions.py [--src PATH/TO/src] [--cli] [--plan] [EXAMPLE ...]
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ plan(example_path({example!r}), top=PLAN_TOP)
 advise.search = repeated
 print(plan(example_path({example!r}), top=PLAN_TOP).stats.candidates_evaluated)
 """
+#: a whole warm `plan()` (the API call: the project read, the search, deployments, checklist, result): run `n` times
+PLAN = """
+from gpuplan.api import PLAN_TOP, plan
+from gpuplan.catalog.loader import example_path
+plan(example_path({example!r}), top=PLAN_TOP)
+for _ in range({n}):
+    result = plan(example_path({example!r}), top=PLAN_TOP)
+print(result.stats.candidates_evaluated)
+"""
 
 
 def env(src: Path) -> dict[str, str]:
@@ -53,6 +64,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--src", type=Path, default=SRC, help="the src folder of the tree to measure")
     ap.add_argument("--cli", action="store_true", help="also count `plan --example llama3-8b-qlora` and `--help`")
+    ap.add_argument("--plan", action="store_true", help="count a whole warm `api.plan()` of each example instead of "
+                                                         "its search")
     ap.add_argument("examples", nargs="*", default=["llama2-7b-pretrain", "llama3-70b-lora",
                                                     "llama3-8b-full-finetune", "llama3-8b-qlora", "vit-imagenet"])
     a = ap.parse_args()
@@ -61,10 +74,12 @@ def main() -> None:
     for warm in (["-m", "gpuplan", "--help"], ["-m", "gpuplan", "plan", "--example", "llama3-8b-qlora"]):
         subprocess.run([sys.executable, *warm], env=env(a.src), check=True, capture_output=True)  # compile the
         # bytecode of every module the counts import once, outside them
-    print(f"{'example':26s} {'configs':>8s} {'M instructions / search':>24s} {'k instructions / config':>24s}")
+    what = "plan()" if a.plan else "search"
+    print(f"{'example':26s} {'configs':>8s} {'M instructions / ' + what:>24s} {'k instructions / config':>24s}")
+    template = PLAN if a.plan else SEARCH
     for ex in a.examples:
-        once, out = instructions(["-c", SEARCH.format(n=1, example=ex)], a.src)
-        thrice, _ = instructions(["-c", SEARCH.format(n=3, example=ex)], a.src)
+        once, out = instructions(["-c", template.format(n=1, example=ex)], a.src)
+        thrice, _ = instructions(["-c", template.format(n=3, example=ex)], a.src)
         per, configs = (thrice - once) / 2, int(out.split()[-1])
         print(f"{ex:26s} {configs:8,d} {per / 1e6:24.1f} {per / configs / 1e3:24.1f}")
     if a.cli:
