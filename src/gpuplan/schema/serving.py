@@ -33,6 +33,10 @@ class Objectives(_Frozen):
     e2e_s: float | None = None
     percentile: int = 90
     origin: str = "none"
+    #: where each objective in force comes from, by name ("ttft", "itl", "e2e"): "slo" (the project's own),
+    #: "target_latency_s", or the use case's template ("use_case chat", "use_case chat, scaled to 400 output tokens
+    #: and the project's own objectives")
+    origins: dict[str, str] = Field(default_factory=dict)
 
 
 class InferenceSpeed(_Frozen):

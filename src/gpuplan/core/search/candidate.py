@@ -29,7 +29,7 @@ from gpuplan.schema.plan import (
     ServerSpec,
 )
 from gpuplan.schema.project import Project
-from gpuplan.schema.serving import EngineDefaults
+from gpuplan.schema.serving import EngineDefaults, Objectives
 from gpuplan.schema.speed import SpeedModel, SpeedResult
 from gpuplan.units import GIB, HOURS_PER_MONTH
 
@@ -193,6 +193,19 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
                 checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate)
 
 
+#: how each objective's origin reads in a reason
+ORIGIN_WORDS = {"slo": "the project's slo", "target_latency_s": "the project's target_latency_s"}
+
+
+def objectives_text(o: Objectives) -> str:
+    """ "objectives at p90: TTFT 2 s (the project's slo), ITL 0.05 s (...), E2E 23.5 s (use_case chat, scaled ...)":
+    every objective in force and where it comes from (issue #27); "" without any."""
+    parts = [f"{name} {v:,.3g} s ({ORIGIN_WORDS.get(o.origins.get(key, ''), o.origins.get(key) or o.origin)})"
+             for key, name, v in (("ttft", "TTFT", o.ttft_s), ("itl", "ITL", o.itl_s), ("e2e", "E2E", o.e2e_s))
+             if v is not None]
+    return f"objectives at p{o.percentile}: " + ", ".join(parts) if parts else ""
+
+
 def materialize(ctx: Context, k: Pick) -> Candidate:
     """The full Candidate of a kept pick: its memory breakdown, its speed with ranges, and the reasons."""
     c, gpu = k.config, k.gpu
@@ -220,6 +233,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     if inf is not None and inf.aggregate_tokens_per_s > 0:  # its cost per token is the chosen deployment's
         reasons.append(f"{inf.requests_per_s:,.2f} requests/s at the planned load; {inf.replicas} replica(s), "
                        f"{inf.capacity_requests_per_s or 0:,.2f} requests/s within the objectives")
+    if inf is not None and inf.objectives is not None and objectives_text(inf.objectives):
+        reasons.append(objectives_text(inf.objectives))
     ev = ctx.evidence.get(gpu.id)
     if ev is not None and not ev.adequate:
         reasons.insert(0, f"evidence: {ev.reasons[-1]} ({'; '.join(ev.reasons[:-1])})")
