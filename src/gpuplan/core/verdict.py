@@ -32,8 +32,8 @@ def action_of(c: Candidate, horizon_months: int) -> Action | None:
         verb = "rent"
         if chosen.option == "cloud":
             item = f"{gpus} x {c.gpu_name}"
-            provider = ", ".join(chosen.providers[:3]) + (
-                f" and {len(chosen.providers) - 3} more" if len(chosen.providers) > 3 else "")
+            provider = ", ".join(chosen.providers[:2]) + (
+                f" and {len(chosen.providers) - 2} more" if len(chosen.providers) > 2 else "")
             head = f"Rent {item} in the cloud {_rate(chosen)} {provider})"
         else:
             item = chosen.rented or f"{gpus} x {c.gpu_name}"

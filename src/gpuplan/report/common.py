@@ -36,12 +36,10 @@ def ranked_cost_text(c: Candidate) -> str:
 def ranked_cost_caption(result: PlanResult) -> str:
     """What the alternatives' cost column is, under the table."""
     training = any(c.time_hours is not None for c in result.candidates)
-    rent = "for the run" if training else "around the clock over the horizon"
-    out = (f"cost: what the ranking compares, the cheaper of buying the servers (buy) and renting the GPUs {rent} "
-           "at the median on-demand price (rent)")
+    rent = "for the run" if training else "over the horizon"
+    out = f"cost as ranked: the cheaper of buying the servers or renting the GPUs {rent} (median price)"
     if result.objective == "cost":
-        out += ("; costs within 10% of the cheapest (or 1% of the budget) rank as equal, then fewer GPUs, then the "
-                "faster")
+        out += "; within 10% of the cheapest (or 1% of the budget) is equal, then fewer GPUs, then faster"
     return out
 
 

@@ -171,7 +171,6 @@ def _verdict(result: PlanResult, rec: Candidate) -> Text:
         out.append(f" A request takes {rec.request_latency_s:,.1f} s.")
     elif rec.time is not None and rec.time.wall_hours is None:
         out.append(f" {time_text(rec)} (the project gives no training length).")
-    out.append(f"  [objective: {result.objective}]")
     return out
 
 
@@ -219,8 +218,8 @@ def _candidates(result: PlanResult, top: int) -> Table:
     shown = result.candidates[:top]
     kept = max(result.stats.candidates_kept, len(result.candidates))
     thin = any(c.evidence is not None and not c.evidence.adequate for c in shown)
-    t = Table(title=f"Alternatives (best {len(shown)} of {kept} that qualify; → recommended, * Pareto"
-                    + ("; ? evidence not adequate, ranked last" if thin else "") + "; GPUs per server × servers)",
+    t = Table(title=f"Alternatives (best {len(shown)} of {kept}; → recommended, * Pareto"
+                    + ("; ? evidence not adequate, ranked last" if thin else "") + "; GPUs: per server × servers)",
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     cost_col = f"cost {result.currency}"
     for col in ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", cost_col, "score"):
@@ -237,8 +236,11 @@ def _candidates(result: PlanResult, top: int) -> Table:
 
 
 def _breakeven(d: Deployment) -> str:
-    return ", ".join(f"{k} " + ("never" if v is None else "now" if v == 0 else f"month {v:,.1f}")
-                     for k, v in d.breakeven_months_vs.items()) or "-"
+    """From when `d` is cheaper than each other option, grouped: "now: on-prem, managed; never: cloud"."""
+    when: dict[str, list[str]] = {}
+    for k, v in d.breakeven_months_vs.items():
+        when.setdefault("never" if v is None else "now" if v == 0 else f"month {v:,.1f}", []).append(k)
+    return "; ".join(f"{w}: {', '.join(opts)}" for w, opts in when.items()) or "-"
 
 
 def _deployments(rec: Candidate) -> Table:
@@ -249,8 +251,9 @@ def _deployments(rec: Candidate) -> Table:
                      no_wrap=col not in ("provider", "cheaper than"))
     for d in rec.deployments:
         t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, d.provider, *money_cells(d), _breakeven(d))
-    for gap in rec.deployment.gaps if rec.deployment is not None else []:
-        t.add_row("  " + gap.split(":")[0], gap.split(":", 1)[1].strip(), "", "", "", "", "")
+    gaps = rec.deployment.gaps if rec.deployment is not None else []
+    if gaps:  # the options asked for that no price covers, under the table (a row would wrap a word a line)
+        t.caption, t.caption_justify = "; ".join(gaps), "left"
     return t
 
 
@@ -316,7 +319,8 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
     """The one-screen summary; with `details`, then every reason: the server's rules, the full checklist and FAQ,
     and every GPU not chosen with why."""
     rec = result.recommendation
-    console.print(Rule(Text(f"gpuplan plan: {result.project}", style="bold"), align="left"))
+    console.print(Rule(Text(f"gpuplan plan: {result.project} (objective: {result.objective})", style="bold"),
+                       align="left"))
     if result.have is not None:  # the server the team has comes first; then what to get instead
         from gpuplan.report.have import render_have_text
 

@@ -206,6 +206,28 @@ def objectives_text(o: Objectives) -> str:
     return f"objectives at p{o.percentile}: " + ", ".join(parts) if parts else ""
 
 
+def departures(ctx: Context, c: Config, usable: int) -> list[str]:
+    """Where a training candidate departs from a setting the project states (gradient checkpointing, the
+    micro-batch): which, and what the project's own setting would take on the same layout (issue #27: the plan
+    never changes the project's settings without saying so)."""
+    own, w = ctx.project.workload, c.workload
+    parts = []
+    changes: dict[str, object] = {}
+    if "gradient_checkpointing" in own.model_fields_set and w.gradient_checkpointing != own.gradient_checkpointing:
+        changes["gradient_checkpointing"] = own.gradient_checkpointing
+        parts.append(f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'} (project: "
+                     f"{'on' if own.gradient_checkpointing else 'off'})")
+    if "micro_batch_size" in own.model_fields_set and w.micro_batch_size != own.micro_batch_size:
+        changes["micro_batch_size"] = own.micro_batch_size  # the same global batch, other accumulation steps
+        parts.append(f"micro-batch {w.micro_batch_size} (project: {own.micro_batch_size})")
+    if not changes:
+        return []
+    theirs = estimate_memory(ctx.arch, ctx.params, w.model_copy(update=changes), c.layout, c.n, ctx.table,
+                             ctx.overheads).device_bytes
+    return [f"departs from the project, the fastest that fits: {', '.join(parts)}; the project's settings need "
+            f"{theirs / GIB:,.1f} GiB per GPU here, " + ("within" if theirs <= usable else "over") + " the usable"]
+
+
 def materialize(ctx: Context, k: Pick) -> Candidate:
     """The full Candidate of a kept pick: its memory breakdown, its speed with ranges, and the reasons."""
     c, gpu = k.config, k.gpu
@@ -229,6 +251,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
                                  replicas=c.n // (lay.tp * lay.pp), batch_per_replica=w.batch_size)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
+    if ctx.training:
+        reasons += departures(ctx, c, k.usable)
     inf = k.inference.inference if k.inference is not None else None
     if inf is not None and inf.aggregate_tokens_per_s > 0:  # its cost per token is the chosen deployment's
         reasons.append(f"{inf.requests_per_s:,.2f} requests/s at the planned load; {inf.replicas} replica(s), "
