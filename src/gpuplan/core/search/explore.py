@@ -321,7 +321,8 @@ class _Search:
                            lambda f: self.grown_model(f)[1].total, self.grown_device)
 
 
-def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top: int | None = None) -> SearchOutput[Pick]:
+def search(inp: SearchInputs, objective: str, growth_top: int | None = None,
+           top: int | None = None) -> SearchOutput[Pick]:
     """The ranked candidates (full results for the first `top`, all when None), the rejected shapes and why, and
     the growth view of the first `growth_top` candidates (all when None)."""
     t0 = inp.clock()
