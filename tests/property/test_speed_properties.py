@@ -1,5 +1,5 @@
-"""Invariants of the FLOPs and speed models (core/sizing/flops.py, core/sizing/speed.py) over the built-in presets, the GPU
-catalog and random workloads and layouts. They hold whatever the calibration constants of data/speed.toml are:
+"""Invariants of the FLOPs and speed models (core/sizing/flops.py, core/sizing/speed.py) over the built-in presets, the
+GPU catalog and random workloads and layouts. They hold whatever the calibration constants of data/speed.toml are:
 more work never takes less time, a faster GPU never gives a slower answer, the parts add up to the whole."""
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def test_more_layers_or_wider_never_fewer_flops_per_token(arch: ModelArch, extra
         assert ge(per_token(more_dec, seq, eager), base)
     for frozen in (False, True):
         for ckpt in (False, True):
-            def tr(a: ModelArch) -> tuple[float, float]:
+            def tr(a: ModelArch, frozen: bool = frozen, ckpt: bool = ckpt) -> tuple[float, float]:
                 t = training_flops(forward_flops(a, count_params(a), seq, eager=eager), frozen_base=frozen,
                                    checkpointing=ckpt)
                 return t.model_per_token, t.hardware_per_token

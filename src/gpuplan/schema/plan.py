@@ -357,8 +357,8 @@ class PlanResult(_Out):
 
 
 __all__ = ["Action", "Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence",
-           "FaqAnswer", "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats", "RejectCode",
-           "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
+           "FaqAnswer", "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats",
+           "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
 
 
 class FitLimit(_Out):

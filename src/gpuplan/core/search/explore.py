@@ -228,11 +228,11 @@ class _Search:
             self.reject(gpu, ps, servers, "no-fit-after-growth", f"fits today, not after the planned growth: "
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
-        work: object = None
-        result: object
+        work: StepWork | None = None  # training only
+        step: StepTime | None = None
         inference: SpeedResult | None = None
         if self.training:
-            metric, c, work, result = self.time_training(grown_ok, gpu, ps)
+            metric, c, work, step = self.time_training(grown_ok, gpu, ps)
         else:
             assert self.serve is not None  # fewest GPUs for the load, then the mean latency at it
             c, served = self.serve.choose(grown_ok, lambda c: self.time_config(c, gpu, ps))
@@ -257,8 +257,7 @@ class _Search:
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
-        k = pick(self.ctx, gpu, ps, servers, c, work if self.training else None,  # type: ignore[arg-type]
-                 result if self.training else None, inference,
+        k = pick(self.ctx, gpu, ps, servers, c, work, step, inference,
                  metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected)
         if k is not None:
             self.picks.append(k)
@@ -322,7 +321,8 @@ class _Search:
                            lambda f: self.grown_model(f)[1].total, self.grown_device)
 
 
-def search(inp: SearchInputs, objective: str, growth_top: int | None = None, top: int | None = None) -> SearchOutput[Pick]:
+def search(inp: SearchInputs, objective: str, growth_top: int | None = None,
+           top: int | None = None) -> SearchOutput[Pick]:
     """The ranked candidates (full results for the first `top`, all when None), the rejected shapes and why, and
     the growth view of the first `growth_top` candidates (all when None)."""
     t0 = inp.clock()

@@ -2,9 +2,9 @@
 candidate, the peak memory per GPU of its layout at x1 (the project as planned), x1.5 and x2 model size, whether
 that still fits the GPU less the headroom, and the fewest GPUs of the same type that would hold it.
 
-The model grows as the planned growth grows it (`core.sizing.project.grow_arch`: deeper by whole layers, with the project's
-planned context and users growth), and memory comes from the search's own memoised estimator (`device_at`), so
-the view costs a few estimates per layout, whatever the size of the catalog. Pure.
+The model grows as the planned growth grows it (`core.sizing.project.grow_arch`: deeper by whole layers, with the
+project's planned context and users growth), and memory comes from the search's own memoised estimator
+(`device_at`), so the view costs a few estimates per layout, whatever the size of the catalog. Pure.
 """
 
 from __future__ import annotations

@@ -176,7 +176,8 @@ class ServingTimer:
             gw = self.workload(c, batch, w_grown.context_length)
 
             def estimate(batch_size: int) -> MemoryEstimate:
-                at = at_load if batch_size == batch else MemoryLoad(scale, lay.tp, lay.pp, batch_size, gw.context_length)
+                at = at_load if batch_size == batch else MemoryLoad(scale, lay.tp, lay.pp, batch_size,
+                                                                    gw.context_length)
                 m = self.memory.get(at)
                 return m if m is not None else self.estimate(at, a, pa, self.workload(c, batch_size, gw.context_length))
 

@@ -56,14 +56,21 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
         base = w.model_copy(update={"gradient_checkpointing": bool(ckpt)}) if training else w
         # the global batch stays a multiple of the micro-batch: drop it while searching the micro-batch
         setting = "micro_batch_size" if training else "batch_size"
-        best = _largest_int(lambda k: dev(arch, base.model_copy(update={setting: k, "global_batch_size": None}))
-                            <= usable, MAX_BATCH)
+
+        def fits_batch(k: int, base: Workload = base, setting: str = setting) -> bool:
+            return dev(arch, base.model_copy(update={setting: k, "global_batch_size": None})) <= usable
+
+        best = _largest_int(fits_batch, MAX_BATCH)
         out.append(FitLimit(setting=setting, gradient_checkpointing=ckpt, largest=best))
         if engine is not None and not training:
             base = one_request(base)
         if arch.kind not in ("vit", "cnn"):
             key = "sequence_length" if training else "context_length"
-            best = _largest_int(lambda k: dev(arch, base.model_copy(update={key: k})) <= usable, MAX_TOKENS)
+
+            def fits_tokens(k: int, base: Workload = base, key: str = key) -> bool:
+                return dev(arch, base.model_copy(update={key: k})) <= usable
+
+            best = _largest_int(fits_tokens, MAX_TOKENS)
             note = None
             if best and arch.max_position_embeddings and best > arch.max_position_embeddings:
                 note = (f"beyond the model's {arch.max_position_embeddings:,} positions: memory allows it, the "
@@ -72,7 +79,7 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
         # model scale: depth multiplier in steps of 1/num_layers (one layer at a time)
         layers = arch.num_layers
 
-        def fits_layers(k: int) -> bool:
+        def fits_layers(k: int, layers: int = layers, base: Workload = base) -> bool:
             return dev(grow_arch(arch, k / layers) if k >= layers else arch.model_copy(
                 update={"num_layers": k}), base) <= usable
 

@@ -118,7 +118,8 @@ def forward_flops(arch: ModelArch, p: ParamCount, seq: int, *, target: int | Non
         attention = 4.0 * inner * (arch.num_layers * seq * seq  # encoder self
                                    + arch.num_decoder_layers * (tgt * _attended(tgt, True, eager, None)  # causal
                                                                 + tgt * seq))  # cross
-        return Flops(tokens=seq + tgt, linear_forward=linear, attention_forward=attention, head_forward=2.0 * head * tgt)
+        return Flops(tokens=seq + tgt, linear_forward=linear, attention_forward=attention,
+                     head_forward=2.0 * head * tgt)
     # biases and norms add no matmul FLOPs: count the blocks' weight matrices only
     weights = p.active - p.embedding - (p.blocks - p.block_linear_weights) + _tied_head(arch)
     head = p.head + _tied_head(arch)

@@ -43,8 +43,10 @@ def head_bytes(head: Head, batch: int) -> tuple[float, float, float]:
         return 0.0, 0.0, 0.0
     tokens, v, hidden, beta = batch * head.tokens_per_seq, head.vocab, head.hidden, head.beta
     saved = tokens * (4 * v + 3 * 4 * hidden)  # fp32 log-softmax output; final norm + head input
-    if head.chunked and head.compiled:  # a compiled chunk's loss keeps its 16-bit logits (and a logsumexp), no fp32 copy
-        return tokens * (beta * v + 3 * 4 * hidden), tokens * v * beta / LOSS_CHUNKS, 2 * tokens * v * beta / LOSS_CHUNKS
+    if head.chunked and head.compiled:  # a compiled chunk's loss keeps its 16-bit logits (and a logsumexp),
+        # no fp32 copy
+        return (tokens * (beta * v + 3 * 4 * hidden), tokens * v * beta / LOSS_CHUNKS,
+                2 * tokens * v * beta / LOSS_CHUNKS)
     if head.chunked:  # eager chunks keep an fp32 log-softmax each (torchtune) or 16-bit logits and log-probs (LitGPT);
         # the upcast and the gradients come and go one chunk at a time
         return saved, tokens * v * (beta + 4) / LOSS_CHUNKS, 2 * tokens * v * 4 / LOSS_CHUNKS

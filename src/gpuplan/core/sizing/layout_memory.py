@@ -133,7 +133,8 @@ def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckp
     cnn, cnn_layers, dq, ps = terms.cnn, terms.cnn_layers, terms.dequant, terms.per_seq
     saved, one, hs, hf, hb, emb, kept = ps.saved, ps.one_layer, ps.head_saved, ps.head_forward, ps.head_backward, \
         ps.embed, ps.retained
-    st, fo, one_mb, accumulating = states.states, states.fixed_other, states.gradients_one, states.gradients_accumulating
+    st, fo, one_mb, accumulating = states.states, states.fixed_other, states.gradients_one, \
+        states.gradients_accumulating
     amp_fwd, amp_bwd = amp.forward, amp.backward
     fixed = states.weights + states.optimizer
     # the temporaries that do not grow with the micro-batch

@@ -3,8 +3,8 @@
 Module names are those of the Hugging Face implementation (q_proj, query_key_value, c_attn, wi_0, ...);
 "all-linear" adapts every linear layer except the output head, as PEFT does. Mixture-of-experts blocks
 follow PEFT 0.21 on transformers 5: mixtral/qwen3_moe fused expert weights get one adapter per expert
-(rank r each), qwen2_moe's routed experts are not adapted (only its shared expert and gate). "all-linear" also adapts the classification heads of encoders
-and ViT (PEFT excludes only the output embeddings)."""
+(rank r each), qwen2_moe's routed experts are not adapted (only its shared expert and gate). "all-linear" also
+adapts the classification heads of encoders and ViT (PEFT excludes only the output embeddings)."""
 
 from __future__ import annotations
 
@@ -135,7 +135,8 @@ def check_target_names(targets: Sequence[str], loc: Sequence[str | int] = ("work
     """A target no supported model has (a typo): InputError with the closest names."""
     for i, name in enumerate(targets):
         if name not in ALL_TARGET_NAMES:
-            raise _unknown_target([*loc, i], name, sorted(ALL_TARGET_NAMES), "no model gpuplan knows has a linear layer named")
+            raise _unknown_target([*loc, i], name, sorted(ALL_TARGET_NAMES),
+                                  "no model gpuplan knows has a linear layer named")
 
 
 def check_targets(arch: ModelArch, targets: Sequence[str] | None,
@@ -146,7 +147,8 @@ def check_targets(arch: ModelArch, targets: Sequence[str] | None,
     fused = _QKV_NAMES if arch.model_type in _FUSED_QKV else frozenset()
     for i, name in enumerate(targets or []):
         if name not in known and name not in fused:
-            raise _unknown_target([*loc, i], name, sorted(known), f"the {arch.model_type} model has no linear layer named")
+            raise _unknown_target([*loc, i], name, sorted(known),
+                                  f"the {arch.model_type} model has no linear layer named")
 
 
 def ATTENTION_QV(arch: ModelArch) -> list[str]:

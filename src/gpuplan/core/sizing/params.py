@@ -121,7 +121,8 @@ def _encoder_decoder(arch: ModelArch) -> ParamCount:
     rel = arch.relative_attention_num_buckets * arch.num_heads
     enc = arch.num_layers * (attn_w + mlp + 2 * d) + rel + d
     dec = arch.num_decoder_layers * (2 * attn_w + mlp + 3 * d) + rel + d
-    weights = (arch.num_layers + 2 * arch.num_decoder_layers) * attn_w + (arch.num_layers + arch.num_decoder_layers) * mlp_w
+    weights = ((arch.num_layers + 2 * arch.num_decoder_layers) * attn_w
+               + (arch.num_layers + arch.num_decoder_layers) * mlp_w)
     head = 0 if arch.tie_word_embeddings else v * d
     largest = max(d * inner, d * arch.intermediate_size)
     return ParamCount(embedding=v * d, blocks=enc + dec, block_linear_weights=weights, largest_linear_weight=largest,

@@ -298,15 +298,16 @@ def _notes(w: Workload, rep: Replica, rate: float, replicas: int, cap: float, ne
     if rep.saturation <= 0:
         e = rep.engine
         out.append(Note(code="no-kv-room", severity="warning",
-                        message=f"the engine's memory left after the weights holds {e.kv_tokens * rep.pp:,.0f} KV cache "
-                                f"tokens, less than one request's {e.prompt + e.output:,.0f}: nothing can be served; "
-                                "more tensor parallelism, a GPU with more memory or a smaller dtype"))
+                        message=f"the engine's memory left after the weights holds {e.kv_tokens * rep.pp:,.0f} KV "
+                                f"cache tokens, less than one request's {e.prompt + e.output:,.0f}: nothing can be "
+                                "served; more tensor parallelism, a GPU with more memory or a smaller dtype"))
         return out
     if w.arrival_rate is not None and w.arrival_rate > rep.saturation_rate * replicas:
         out.append(Note(code="over-capacity", severity="warning",
-                        message=f"{w.arrival_rate:g} requests/s is more than {replicas} replica(s) of {lay.tp * lay.pp} "
-                                f"GPU(s) sustain ({rep.saturation_rate * replicas:,.2f}/s): figures at that rate; the "
-                                "queue grows without bound" + (f"; {need} replicas meet the objectives" if need else "")))
+                        message=f"{w.arrival_rate:g} requests/s is more than {replicas} replica(s) of "
+                                f"{lay.tp * lay.pp} GPU(s) sustain ({rep.saturation_rate * replicas:,.2f}/s): figures "
+                                "at that rate; the queue grows without bound"
+                                + (f"; {need} replicas meet the objectives" if need else "")))
     if cap <= 0:
         out.append(Note(code="latency-target-missed", severity="warning",
                         message="even a lightly loaded replica misses the objectives: a faster GPU, more tensor "

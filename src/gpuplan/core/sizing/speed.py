@@ -87,8 +87,9 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
     notes += calibration_notes(gen)
     if w.optimizer_in_backward and work.micro > 1:
         notes.append(Note(code="optimizer-in-backward-accumulation", severity="warning",
-                          message=f"optimizer_in_backward cannot accumulate gradients over the {work.micro} micro-batches "
-                                  "of a step (torchtune refuses it): timed as an optimizer step per micro-batch"))
+                          message=f"optimizer_in_backward cannot accumulate gradients over the {work.micro} "
+                                  "micro-batches of a step (torchtune refuses it): timed as an optimizer step per "
+                                  "micro-batch"))
     micro, tps, wall, gpu_hours = work.micro, st.tokens_per_s, st.wall, st.gpu_hours
     breakdown = {"matmul": micro * st.t_matmul, "elementwise": micro * st.t_elem, "overhead": micro * st.t_launch,
                  "qlora_dequant": micro * st.t_dequant, "optimizer": st.t_opt, "communication": st.t_comm,
@@ -122,8 +123,8 @@ def _stack_assumptions(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel) -
                    "real; throughput and steps count real tokens (set packing: true for full sequences)")
     link = host_link_gbs(gpu, sm)
     if work.act_offload_bytes:
-        out.append(f"activation offloading: {work.act_offload_bytes / 1e9:,.2f} GB per micro-batch to the host and back "
-                   f"over PCIe {gpu.interconnect.pcie_gen}.0 x{gpu.interconnect.pcie_lanes} ({link:g} GB/s), "
+        out.append(f"activation offloading: {work.act_offload_bytes / 1e9:,.2f} GB per micro-batch to the host and "
+                   f"back over PCIe {gpu.interconnect.pcie_gen}.0 x{gpu.interconnect.pcie_lanes} ({link:g} GB/s), "
                    f"{prm.offload_overlap:.0%} hidden behind the compute where it fits")
     if lay.offload != "none":
         out.append(f"offload={lay.offload}: gradients to the host and 16-bit weights back over PCIe ({link:g} GB/s"

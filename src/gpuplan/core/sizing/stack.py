@@ -165,4 +165,5 @@ def check_stack(arch: ModelArch, w: Workload) -> None:
 
 
 __all__ = ["LITGPT_QLORA", "LM_HEADS", "NF4_BYTES_PER_PARAM", "NF4_NO_DQ_BYTES_PER_PARAM", "QloraImpl", "check_stack",
-           "fused_activation_saving", "head_of", "load_peak_bytes", "qlora_impl", "qlora_terms", "retained_input_elements"]
+           "fused_activation_saving", "head_of", "load_peak_bytes", "qlora_impl", "qlora_terms",
+           "retained_input_elements"]

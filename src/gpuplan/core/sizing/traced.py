@@ -65,8 +65,8 @@ def traced_memory_out(tr: CustomTraceResult, reserved: int, device: int, cap: in
     return MemoryOut(weights_bytes=tr.parameters_bytes, gradients_bytes=tr.gradients_bytes,
                      optimizer_bytes=tr.optimizer_bytes, activations_bytes=tr.other_bytes, kv_cache_bytes=0,
                      other_bytes=0, peak_tensor_bytes=tr.peak_bytes, reserved_bytes=reserved, device_bytes=device,
-                     peak_phase=max(tr.phase_peaks, key=tr.phase_peaks.get) if tr.phase_peaks else "forward",
-                     phase_peaks_bytes=tr.phase_peaks, dominant=max(parts, key=parts.get),
+                     peak_phase=max(tr.phase_peaks, key=tr.phase_peaks.__getitem__) if tr.phase_peaks else "forward",
+                     phase_peaks_bytes=tr.phase_peaks, dominant=max(parts, key=parts.__getitem__),
                      fits=None if cap is None else device <= cap, headroom_bytes=None if cap is None else cap - device)
 
 
