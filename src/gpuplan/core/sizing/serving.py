@@ -150,11 +150,11 @@ def _template_e2e(case: UseCaseTemplate, w: Workload, ttft: float, itl: float, o
     out = w.output_tokens or case.output_tokens
     implied = ttft + out * itl
     written = case.ttft_s + case.output_tokens * case.itl_s
-    if implied == written:
-        return case.e2e_s, f"use_case {case.id}"
-    e2e = case.e2e_s * implied / written
+    e2e = case.e2e_s if implied == written else case.e2e_s * implied / written
     if own:  # a template never makes the project's own objectives stricter than they are
         e2e = max(e2e, implied)
+    if e2e == case.e2e_s:
+        return e2e, f"use_case {case.id}"
     return e2e, (f"use_case {case.id}, scaled to {out:,} output tokens"
                  + (" and the project's own objectives" if own else ""))
 
