@@ -173,10 +173,24 @@ def test_plan_out_refuses_a_missing_folder_a_folder_and_a_dangling_link(tmp_path
 
 
 @pytest.mark.parametrize(("args", "words"), [
+    (("export", "--example", "vit-imagenet"), "--to: give the launcher to write with --to (allowed: accelerate"),
+    (("fit", "--example", "vit-imagenet"), "--gpu: give the GPU to fit on with --gpu"),
+])
+def test_an_option_a_command_needs_is_asked_for_by_name(args: tuple[str, ...], words: str) -> None:
+    """`export --to` and `fit --gpu` are optional to click (so that `--list-examples` runs alone) and required by
+    the command: left out, the user reads which option and what it takes, exit code 2, no traceback."""
+    r = cli(*args)
+    text = " ".join(r.stderr.split())
+    assert r.returncode == 2 and words in text and "Traceback" not in text, r.stderr
+
+
+
+
+@pytest.mark.parametrize(("args", "words"), [
     (("plan", "--example", "vit-imagenet", "--objective", "bogus"), "'bogus' is not one of 'cost', 'time'"),
     (("plan", "--no-such-option"), "No such option: --no-such-option"),
     (("no-such-command",), "No such command 'no-such-command'"),
-    (("export", "--example", "vit-imagenet"), "Missing option '--to'"),
+    (("export", "--example", "vit-imagenet", "--to", "slurm"), "'slurm' is not one of"),
     (("plan", "--example", "vit-imagenet", "--top", "0"), "greater than or equal to 1"),
 ])
 def test_a_command_line_that_does_not_parse_is_a_usage_error(args: tuple[str, ...], words: str) -> None:

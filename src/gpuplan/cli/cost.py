@@ -9,11 +9,13 @@ from gpuplan.cli.common import (
     CatalogFiles,
     Example,
     Format,
+    ListExamples,
     OutputFormat,
     PriceFiles,
     ProjectFile,
     console,
     day,
+    echo_examples,
     fail,
     project_path,
 )
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 def cost(
     project: ProjectFile = None,
     example: Example = None,
+    list_examples: ListExamples = False,
     top: Annotated[int, typer.Option(min=1, max=100_000, help="Compare the deployments of this many candidates.")] = 1,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
@@ -34,11 +37,14 @@ def cost(
 ) -> None:
     """Where the recommended server lives and what it costs: buying it, managed hosting, cloud GPUs; total
     over the horizon, per month, per run or per million tokens, and the break-even between them."""
+    if list_examples:
+        echo_examples()
+        return
     from gpuplan import api
     from gpuplan.report.terminal import progress
 
     try:
-        path = project_path(project, example, "plan")
+        path = project_path(project, example, "cost")
         with progress("searching GPU servers and pricing them…"):
             result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [], as_of=day(as_of))
     except GpuplanError as exc:

@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.cli.common import AsOf, Example, Objective, ProjectFile, day, fail, project_path, write_out
+from gpuplan.cli.common import (
+    AsOf,
+    Example,
+    ListExamples,
+    Objective,
+    ProjectFile,
+    day,
+    echo_examples,
+    fail,
+    project_path,
+    write_out,
+)
 from gpuplan.errors import GpuplanError, InputError
 
 
@@ -21,9 +32,11 @@ class To(str, Enum):
 
 def export_command(
     project: ProjectFile = None,
-    to: Annotated[To, typer.Option("--to", help="Launcher to write: an Accelerate config, a DeepSpeed config, "
-                                                "a torchrun command line or a SkyPilot task.")] = ...,  # type: ignore[assignment]
+    to: Annotated[To | None, typer.Option("--to", help="Launcher to write (required): an Accelerate config, a "
+                                                       "DeepSpeed config, a torchrun command line or a SkyPilot "
+                                                       "task.")] = None,
     example: Example = None,
+    list_examples: ListExamples = False,
     candidate: Annotated[int, typer.Option(min=0, help="Which candidate of the plan: 0 is the recommendation, "
                                                         "1 the next row of `gpuplan plan`, ...")] = 0,
     out: Annotated[Path | None, typer.Option(help="Write to this file (a folder: under the suggested name) "
@@ -38,7 +51,12 @@ def export_command(
 ) -> None:
     """The launcher configuration that realises a candidate of the plan: Accelerate config YAML, DeepSpeed
     config JSON, torchrun command line or SkyPilot task YAML, with what to edit in its first lines."""
+    if list_examples:
+        echo_examples()
+        return
     try:
+        if to is None:
+            raise InputError(["--to"], "give the launcher to write with --to", ", ".join(t.value for t in To))
         path = project_path(project, example, "export")
         name, text = _export(path, to.value, candidate, objective.value if objective else None,
                              catalog or [], prices or [], day(as_of))

@@ -10,22 +10,25 @@ from gpuplan.cli.common import (
     Example,
     Format,
     Headroom,
+    ListExamples,
     OutputFormat,
     ProjectFile,
     console,
     day,
+    echo_examples,
     fail,
     project_path,
 )
-from gpuplan.errors import GpuplanError
+from gpuplan.errors import GpuplanError, InputError
 
 
 def fit(
     project: ProjectFile = None,
-    gpu: Annotated[str, typer.Option(help="GPU id (see `gpuplan catalog gpus`).")] = ...,  # type: ignore[assignment]
+    gpu: Annotated[str | None, typer.Option(help="GPU id (see `gpuplan catalog gpus`; required).")] = None,
     gpus: Annotated[int | None, typer.Option(min=1, max=100_000, help="Number of GPUs (default: the "
                                                                        "project's).")] = None,
     example: Example = None,
+    list_examples: ListExamples = False,
     headroom: Headroom = None,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
@@ -33,9 +36,14 @@ def fit(
 ) -> None:
     """On this hardware: the largest micro-batch, sequence (context) and model scale that fit, with and without
     gradient checkpointing."""
+    if list_examples:
+        echo_examples()
+        return
     from gpuplan import api
 
     try:
+        if gpu is None:
+            raise InputError(["--gpu"], "give the GPU to fit on with --gpu (`gpuplan catalog gpus` lists them)")
         path = project_path(project, example, "fit")
         result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=catalog or [], as_of=day(as_of))
     except GpuplanError as exc:

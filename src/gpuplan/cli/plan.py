@@ -64,9 +64,11 @@ def plan(
         echo_examples()
         return
     from gpuplan import api
+    from gpuplan.report.i18n import check_lang
     from gpuplan.report.terminal import progress
 
     try:
+        check_lang(lang)  # every format takes the same languages (the terminal's text is English)
         path = project_path(project, example, "plan")
         owned = _owned(have, this_machine, catalog or [], day(as_of))
         with progress("searching GPU servers…"):

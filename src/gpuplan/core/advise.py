@@ -63,7 +63,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
                               else search(inp, obj, growth_top=top, top=top))
     shown, over = _within_budget(project, out, bundle, currency, top, as_of)
     if not shown:
-        raise InfeasibleError(binding_constraint([*out.rejected, *over]))
+        raise InfeasibleError(binding_constraint([*out.rejected, *over], project.workload.task))
     rejected = [*out.rejected, *over]
     checklists = [build_checklist(project, c, catalog) for c in shown]
     # the recommendation is the best candidate whose checklist fails nowhere (a hard limit it breaks is no
@@ -117,7 +117,8 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
         chosen = c.deployment
         if budget is not None and chosen is not None and chosen.total_cost > budget_limit(budget, horizon):
             over.append(Rejected(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers,
-                                 code="over-budget", reason=f"over budget: {chosen.option} ({chosen.provider}) costs "
+                                 code="over-budget", cost=chosen.total_cost,
+                                 reason=f"over budget: {chosen.option} ({chosen.provider}) costs "
                                  f"{fmt_money(chosen.total_cost, currency)} over {horizon} months, budget "
                                  f"{fmt_money(budget_limit(budget, horizon), budget.currency)}"))
             continue
@@ -127,32 +128,40 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
     return kept, over
 
 
-def binding_constraint(rejected: list[Rejected]) -> str:
-    """One sentence: what binds, by how much, and what could be changed."""
+def binding_constraint(rejected: list[Rejected], task: str = "full-finetune") -> str:
+    """One sentence: what binds, by how much, and what could be changed for the project's `task` (a service changes
+    its load or objectives; a LoRA/QLoRA run is not told to use LoRA)."""
+    serving = task == "inference"
     kinds: dict[str, list[Rejected]] = {code: [] for code in BINDING_ORDER}
     for r in rejected:
         if r.code in kinds:
             kinds[r.code].append(r)
-    if kinds["over-budget"]:
-        r = kinds["over-budget"][0]
-        return f"nothing fits the budget: the cheapest server that works, {r.servers} x {r.gpus_per_server} x " \
-               f"{r.gpu_id}, is {r.reason}; options: raise goals.budget, use LoRA/QLoRA, or a smaller model"
+    if kinds["over-budget"]:  # the cheapest way that works, whether bought or rented
+        r = min(kinds["over-budget"], key=lambda x: x.cost if x.cost is not None else float("inf"))
+        options = ("raise goals.budget, serve less load (users, arrival_rate) or looser objectives, fp8 weights, or "
+                   "a smaller model" if serving else
+                   "raise goals.budget, fewer tokens (workload.epochs, tokens), or a smaller model"
+                   if task in ("lora", "qlora") else "raise goals.budget, use LoRA/QLoRA, or a smaller model")
+        return f"nothing fits the budget: the cheapest way that works, {r.servers} x {r.gpus_per_server} x " \
+               f"{r.gpu_id}, is {r.reason}; options: {options}"
     if kinds["deadline"]:
         r = min(kinds["deadline"], key=lambda x: x.reason)
         return f"nothing meets the deadline: {r.servers} x {r.gpus_per_server} x {r.gpu_id} {r.reason}; options: " \
                "more GPUs (constraints.max_servers), fewer tokens, or a later goals.deadline_days"
     if kinds["latency"]:
         r = kinds["latency"][0]
-        return f"nothing meets workload.target_latency_s: {r.gpu_id} {r.reason}; options: fewer output tokens, " \
-               "a smaller model or fp8 weights"
+        return f"nothing meets the latency objectives: {r.gpu_id} {r.reason}; options: looser objectives " \
+               "(workload.slo, target_latency_s), fewer output tokens, a smaller model or fp8 weights"
     if kinds["no-fit-after-growth"]:
         r = kinds["no-fit-after-growth"][0]
         return f"nothing fits after the planned growth: {r.gpu_id} x{r.gpus_per_server}: {r.reason}; options: " \
                "lower growth.*, more GPUs, or plan to replace the servers when the model grows"
     if kinds["no-fit"]:
         best = kinds["no-fit"][0]
-        return f"no allowed GPU holds the job: {best.gpu_id} {best.reason}; options: ZeRO-3 over more GPUs, " \
-               "gradient checkpointing, QLoRA, a shorter sequence, or a larger GPU (constraints.gpus)"
+        options = ("tensor parallel over more GPUs, fp8 or int4 weights, a shorter context, or a larger GPU "
+                   "(constraints.gpus)" if serving else "ZeRO-3 over more GPUs, gradient checkpointing, "
+                   + ("" if task == "qlora" else "QLoRA, ") + "a shorter sequence, or a larger GPU (constraints.gpus)")
+        return f"no allowed GPU holds the job: {best.gpu_id} {best.reason}; options: {options}"
     if rejected:
         return f"no candidate: {rejected[0].gpu_id}: {rejected[0].reason}"
     return "no GPU is allowed by the constraints (constraints.gpus, exclude_gpus, datacenter_only)"

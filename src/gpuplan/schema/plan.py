@@ -268,6 +268,15 @@ class Rejected(_Out):
     servers: int
     reason: str
     code: RejectCode
+    #: over-budget: what it would cost, in the plan's currency, as the reason says (left out of the JSON otherwise)
+    cost: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_cost(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        out: dict[str, object] = handler(self)
+        if out.get("cost", 0) is None:
+            del out["cost"]
+        return out
 
 
 class ChecklistItem(_Out):

@@ -121,9 +121,10 @@ class Pick:
         return self.gpu.id
 
 
-def _reject(rejected: list[Rejected], gpu: Gpu, ps: int, servers: int, code: str, reason: str) -> None:
+def _reject(rejected: list[Rejected], gpu: Gpu, ps: int, servers: int, code: str, reason: str,
+            cost: float | None = None) -> None:
     rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=servers, code=code,
-                             reason=reason))
+                             reason=reason, cost=cost))
 
 
 def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWork | None, step: StepTime | None,
@@ -184,7 +185,7 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             return None
     why = over_budget(cost, basis, proj.goals.budget, horizon, training, price is not None and rent is not None)
     if why is not None:
-        _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why)
+        _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why, cost)
         return None
     ev = ctx.evidence.get(gpu.id)
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,

@@ -72,7 +72,8 @@ def search_traced(inp: SearchInputs, tr: CustomTraceResult, objective: str) -> S
             why = over_budget(cost, basis, budget, horizon, tr.training, len(options) == 2)
             if why is not None:
                 rejected.append(Rejected(gpu_id=gpu.id, gpus_per_server=ps, servers=1,
-                                         code="no-price" if cost is None else "over-budget", reason=why))
+                                         code="no-price" if cost is None else "over-budget", reason=why,
+                                         cost=cost))
                 continue
             memory = traced_memory_out(tr, reserved, device, cap)
             reasons = [f"traced step: {tr.peak_bytes / GIB:,.2f} GiB tensor peak, {device / GIB:,.2f} GiB on the "
