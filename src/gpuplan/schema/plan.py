@@ -14,6 +14,7 @@ from pydantic import (
 
 from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.fit import FitLimit, FitResult  # here before their own module: importers keep working
 from gpuplan.schema.owned import HaveKind, HaveOption, HaveResult, HaveWay
 from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
@@ -87,6 +88,20 @@ class ServerSpec(_Out):
     warnings: list[str] = Field(default_factory=list)
 
 
+class GrowthStep(_Out):
+    """Servers added inside the horizon as the planned growth needs them (core/cost/growth.py), as one deployment
+    option gets them: from `month` on, `upfront_cost` then `running_monthly`, less `residual_value` at the horizon
+    (what owned servers fetch then)."""
+
+    month: int
+    servers: int
+    upfront_cost: float
+    running_monthly: float
+    residual_value: float = 0.0
+    #: what the step costs by the horizon: upfront + running x (horizon - month) - residual
+    total_cost: float
+
+
 class Deployment(_Out):
     """One way to get a configuration, and what it costs over the horizon (core/cost/tco.py)."""
 
@@ -112,6 +127,8 @@ class Deployment(_Out):
     rented: str | None = None
     #: who quotes the price: the cloud providers whose median it is, the hosting provider (none for a purchase)
     providers: list[str] = Field(default_factory=list)
+    #: servers the planned growth adds inside the horizon, already in total_cost (the cost curve steps at each)
+    growth: list[GrowthStep] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -366,30 +383,6 @@ class PlanResult(_Out):
 
 
 __all__ = ["Action", "Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence",
-           "FaqAnswer", "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats",
-           "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
-
-
-class FitLimit(_Out):
-    """The largest value of one setting that still fits, the others as the project gives them."""
-
-    setting: Literal["micro_batch_size", "sequence_length", "context_length", "batch_size", "model_scale"]
-    gradient_checkpointing: bool | None
-    #: None: not even the smallest value fits
-    largest: float | None
-    #: for model_scale: the parameters of the largest model
-    parameters: int | None = None
-    device_bytes_at_largest: int | None = None
-    note: str | None = None
-
-
-class FitResult(_Out):
-    project: str
-    gpu_id: str
-    gpus: int
-    layout: dict[str, int | str]
-    usable_bytes: int
-    limits: list[FitLimit]
-
-
+           "FaqAnswer", "GrowthRow", "GrowthStep", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult",
+           "PlanStats", "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
 __all__ += ["FitLimit", "FitResult"]

@@ -79,6 +79,9 @@ class InferenceSpeed(_Frozen):
     capacity_bound: str | None = None
     #: replicas of this layout the project's load needs within the objectives, with the load headroom
     replicas_needed: int | None = None
+    #: the same before rounding up to whole replicas: linear in the load, so growth.users_scale x this is what the
+    #: grown load needs (core/cost/growth.py)
+    replica_demand: float | None = None
     objectives: Objectives | None = None
     #: whether the objectives hold at the load (None: no objectives)
     objectives_met: bool | None = None

@@ -279,7 +279,7 @@ def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: 
         ttft_s=_pct(lat.ttft), itl_s=_pct(lat.itl), e2e_s=_pct(lat.e2e),
         concurrency=total_rate * lat.e2e.mean, load=t.load, replicas=replicas,
         capacity_requests_per_s=cap_rep * replicas, capacity_requests_per_s_per_replica=cap_rep,
-        capacity_bound=bound, replicas_needed=need, objectives=obj, objectives_met=met,
+        capacity_bound=bound, replicas_needed=need, replica_demand=sz.demand, objectives=obj, objectives_met=met,
         decode_batch=s.decodes, step_s=s.step_s, kv_cache_occupancy=min(s.kv_used_tokens / e.kv_tokens, 1.0)
         if e.kv_tokens > 0 else 1.0, kv_cache_tokens=int(e.kv_tokens * rep.pp),
         kv_cache_requests=sz.kv_cache_requests,
