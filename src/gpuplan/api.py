@@ -378,7 +378,7 @@ def _alternatives(project: Project, base: Path | None, catalog: Catalog, gpu_id:
     cannot hold is marked as needing hardware (more RAM), with what it needs."""
     from gpuplan.core.audit.checks import Alternative, on_machine
     from gpuplan.core.owned.tries import memory_tries
-    from gpuplan.core.owned.ways import RAM_USABLE_FRACTION, offload_host_bytes
+    from gpuplan.core.owned.ways import RAM_USABLE_FRACTION, mixed_full, offload_host_bytes
 
     out = []
     for t in memory_tries(project, n, layout, kind):
@@ -390,10 +390,10 @@ def _alternatives(project: Project, base: Path | None, catalog: Catalog, gpu_id:
         except GpuplanError:
             continue  # the change does not apply to this model (a layout its heads do not divide)
         change, hardware = t.change, t.needs_hardware
-        host = offload_host_bytes(ref, t.layout.offload) if t.layout.offload != "none" else 0
+        host = 0 if t.layout.offload == "none" else offload_host_bytes(ref, t.layout.offload, mixed_full(t.project))
         if host > ram_bytes * RAM_USABLE_FRACTION:
             change += f" (needs {fmt_ram_gb(host)} of host RAM; this machine has {fmt_ram_gb(ram_bytes)})"
             hardware = True
-        out.append(Alternative(change=change, needs_hardware=hardware, gpus=t.gpus,
-                               device_bytes=est.memory.device_bytes))
+        out.append(Alternative(change=change, needs_hardware=hardware, gpus=t.gpus, other_task="task" in
+                               t.workload_changes, device_bytes=est.memory.device_bytes))
     return out

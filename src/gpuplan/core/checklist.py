@@ -14,6 +14,9 @@ from gpuplan.schema.project import Project
 from gpuplan.units import GIB, HOURS_PER_MONTH, fmt_money, fmt_ram_gb
 
 CHECKLIST = ("VRAM validated", "System synergy", "Growth plan", "Deployment decision", "Total cost")
+#: the most consumer cards a workstation holds (four double-width cards on a workstation board): beyond, "a consumer
+#: card" becomes a cluster of them
+CONSUMER_BOX_GPUS = 4
 
 
 def _gib(n: float) -> str:
@@ -268,9 +271,18 @@ def _consumer_card(project: Project, candidates: Sequence[Listed], rejected: lis
                "accumulate, open-air coolers that throttle in dense builds, and a driver licence that excludes "
                "datacenter deployment"]
     if consumer:
-        best = consumer[0]
-        answer = (f"for experiments, yes: {best.gpus_per_server * best.servers} x {best.gpu_id}"
-                  + (f" in {_duration(best.time_hours)}" if best.time_hours else ""))
+        best = min(consumer, key=lambda c: (c.servers, c.gpus_per_server))  # the smallest consumer build that works
+        n = best.gpus_per_server * best.servers
+        took = f" in {_duration(best.time_hours)}" if best.time_hours else ""
+        if best.servers > 1 or best.gpus_per_server > CONSUMER_BOX_GPUS:
+            # more cards than a workstation holds: sharded over PCIe and a network, not what "a consumer card" means
+            answer = (f"not sensibly: it takes {n} x {best.gpu_id} ({best.servers} server(s) of "
+                      f"{best.gpus_per_server}{took}), sharded over PCIe and the network without NVLink")
+            if project.workload.task in ("full-finetune", "lora"):
+                reasons.append("QLoRA (workload.task: qlora) needs far less memory per GPU: plan it to see whether a "
+                               "workstation of consumer cards holds it")
+        else:
+            answer = f"for experiments, yes: {n} x {best.gpu_id}{took}"
         if production:
             answer += "; not for production"
     else:
