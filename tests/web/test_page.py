@@ -91,6 +91,10 @@ def test_the_page_plans_the_default_example_as_the_api_does(page: Any, server: s
     project = link_project(page.url)
     assert project == example("llama3-8b-qlora")
     assert shown_recommendation(page) == api_recommendation(client, project)
+    # the heading says the action the plan supports (issue #27: it said "Get" a server the plan rents)
+    status, plan, _ = client.call("POST", "/api/plan", project)
+    verb = plan["recommendation"]["action"]["verb"]
+    assert page.locator("#summary h2").inner_text().startswith({"rent": "Rent ", "buy": "Buy "}[verb])
     frame = page.frame_locator("#report")
     assert frame.locator("h1").inner_text().endswith("llama3-8b-qlora")
     assert frame.locator("figure svg").count() == 4  # the report's figures, in the page

@@ -201,6 +201,9 @@ function showPlan(project, plan, summary, report, change) {
   const rec = plan.recommendation;
   const gpu = $("#recommended-gpu");
   gpu.textContent = summary.rows.find((r) => r.key === "gpu").value;
+  // the verb the cost comparison supports: rent when renting is the cheaper way, buy when owning is
+  const verb = rec.action && rec.action.verb;
+  $("#action-verb").textContent = verb === "rent" ? "Rent" : verb === "buy" ? "Buy" : "Get";
   gpu.dataset.gpuId = rec.gpu_id;
   gpu.dataset.gpusPerServer = rec.gpus_per_server;
   gpu.dataset.servers = rec.servers;
