@@ -302,3 +302,19 @@ def test_the_serving_example_shows_its_latency_percentiles_against_the_objective
     assert rows[2][4] == "30 at p90"
     assert rows[0][4] == rows[1][4] == "none"
     assert "p50" in table.inner_text() and "p99" in table.inner_text()
+
+
+def test_the_pages_labels_follow_the_language(page: Any, server: str, client: Api) -> None:
+    """Issue #27: the report switched to French while the page's own labels stayed English."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.select_option("#lang", "fr")
+    assert page.locator("html").get_attribute("lang") == "fr"
+    assert page.locator("fieldset legend").first.inner_text() == "Projet"
+    assert page.locator("#plan-button").inner_text() == "Planifier"
+    status, plan, _ = client.call("POST", "/api/plan", link_project(page.url))
+    verb = plan["recommendation"]["action"]["verb"]
+    assert page.locator("#summary h2").inner_text().startswith({"rent": "Louer ", "buy": "Acheter "}[verb])
+    page.select_option("#lang", "en")
+    assert page.locator("fieldset legend").first.inner_text() == "Project"
+    assert page.locator("#plan-button").inner_text() == "Plan"
