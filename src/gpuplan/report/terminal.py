@@ -228,15 +228,18 @@ def _candidates(result: PlanResult, top: int, width: int = WIDE) -> Table:
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     cost_col = f"cost {result.currency}"
     wide = width >= WIDE
-    cols = ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", cost_col) + (("score",) if wide else ())
-    for col in cols:
-        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", cost_col, "score") else "left",
-                     no_wrap=True, min_width=2 if not col else None,
+    mem_col = "GiB/GPU" if wide else "GiB"
+    cost_col = cost_col if wide else result.currency
+    cols = ("", "GPU", "GPUs", "layout", mem_col, "time", cost_col) + (("score",) if wide else ())
+    for col in cols:  # the layout alone may wrap, never a number
+        t.add_column(col, justify="right" if col in (mem_col, "time", cost_col, "score") else "left",
+                     no_wrap=col != "layout", min_width=2 if not col else None,
                      overflow="fold" if col == "layout" else "ellipsis")
     for c in shown:
         mark = (("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
                 + ("?" if c.evidence is not None and not c.evidence.adequate else " "))
-        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", compact_layout_text(c.layout),
+        layout = compact_layout_text(c.layout)  # narrow: parts spaced, so that a line breaks between them
+        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout if wide else layout.replace("·", " "),
                   f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), ranked_cost_text(c),
                   *((f"{c.score:.3g}",) if wide else ()))
     t.caption = ranked_cost_caption(result)
@@ -254,7 +257,7 @@ def _breakeven(d: Deployment) -> str:
 
 def _deployments(rec: Candidate, width: int = WIDE) -> Table:
     wide = width >= WIDE
-    t = Table(title="Deployment costs (→ chosen)" + ("" if wide else "; resale and break-even: --format md"),
+    t = Table(title="Deployment costs (→ chosen" + (")" if wide else "; more: --format md)"),
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     money = MONEY_COLUMNS if wide else tuple(c for c in MONEY_COLUMNS if c != "resale")
     for col in ("option", "provider", *money, *(("cheaper than",) if wide else ())):
