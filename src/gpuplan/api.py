@@ -306,7 +306,11 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
     head = headroom if headroom is not None else proj.constraints.memory_headroom
     usable = int(row.memory_gib * GIB * (1 - head))
     arch = _resolve(proj, base).arch
-    engine = _serving_data().engine if proj.workload.task == "inference" else None
+    engine = None
+    if proj.workload.task == "inference":  # the project's engine (workload.engine), vLLM's by default
+        from gpuplan.core.sizing.engines import serving_for
+
+        engine = serving_for(_serving_data(), proj.workload).engine
     if engine is not None:  # the engine's share of each GPU; no layout given: the one plan would pick
         from gpuplan.core.sizing.engine_memory import serving_layout, serving_usable
         from gpuplan.core.sizing.params import count_params

@@ -42,6 +42,9 @@ Framework = Literal["hf-trainer", "torchtune", "axolotl", "unsloth", "litgpt", "
 Arrival = Literal["poisson", "constant"]
 UseCase = Literal["chat", "rag", "code-completion", "summarization", "batch"]
 SloPercentile = Literal[50, 90, 95, 99]
+#: the inference engine whose memory and scheduling an estimate follows (vllm: continuous batching, the default;
+#: transformers: Hugging Face generate(), the whole batch prefilled at once and a full KV cache per sequence)
+ServingEngine = Literal["vllm", "sglang", "tensorrt-llm", "transformers"]
 
 
 def _no_bool(value: Any) -> Any:
@@ -143,8 +146,8 @@ class Workload(_Section):
     batch_size: PositiveInt = Field(1, le=MAX_BATCH)
     context_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     output_tokens: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
-    #: inference: tokens prefilled in one forward pass (a serving engine's chunk, e.g. vLLM's
-    #: max_num_batched_tokens); default: the whole batch at once, as Hugging Face generate() does
+    #: inference: the engine's token budget per step (vLLM's max_num_batched_tokens); default the engine's own
+    #: (data/serving.toml); engine transformers prefills the whole batch at once and takes none
     prefill_tokens: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     weights_dtype: WeightsDtype | None = None
     kv_cache_dtype: KvDtype | None = None
@@ -165,6 +168,8 @@ class Workload(_Section):
     use_case: UseCase | None = None
     #: fraction of each GPU's memory the serving engine may take (vLLM's --gpu-memory-utilization, default 0.9)
     gpu_memory_utilization: Number | None = Field(None, gt=0, le=1)
+    #: inference: the engine whose memory and scheduling the estimate follows (None: vllm)
+    engine: ServingEngine | None = None
     #: training stack features (None: the framework's default, else off / standard). loss: chunked or fused
     #: cross-entropy never materialises the full fp32 logits
     loss: Loss | None = None

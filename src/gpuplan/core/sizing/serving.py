@@ -81,12 +81,14 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
     ctx = max(int(resolve(arch, w).seq + (w.output_tokens or 256) / 2), 1)
     tokens = request_tokens(arch, w, serving.engine)
     prompt, out = lengths(arch, w, serving)
+    paged = serving.engine.paged  # generate()'s cache keeps (and its attention reads) every token, whatever the window
     return EngineModel(
         prec="fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16"), weights_b=dense + experts,
         experts_b=experts, num_experts=arch.moe.num_experts if arch.moe else 0,
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
         num_kv_heads=arch.num_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
-        kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b) / ctx, kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b) / tokens,
+        kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b, window=paged) / ctx,
+        kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
         flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
         output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w))
@@ -179,6 +181,9 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
     budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
+    if not eng.paged:  # generate(): the batch it is given, every prompt prefilled in one forward pass
+        seqs = w.batch_size
+        budget = max(int(w.batch_size * m.prompt), 1)
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
     per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
@@ -283,7 +288,7 @@ def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: 
         decode_batch=s.decodes, step_s=s.step_s, kv_cache_occupancy=min(s.kv_used_tokens / e.kv_tokens, 1.0)
         if e.kv_tokens > 0 else 1.0, kv_cache_tokens=int(e.kv_tokens * rep.pp),
         kv_cache_requests=sz.kv_cache_requests,
-        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs,
+        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs, engine=serving.engine.id,
         assumptions=_assumptions(w, gpu, sm, serving, rep, rate, replicas, lay, t.load),
     )
     fwd = forward_flops(arch, p, int(e.prompt), eager=w.attention == "eager", image_size=int(e.prompt))
@@ -329,9 +334,16 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
         how = f"{w.users} users thinking {w.think_time_s or 0:g} s between requests"
     else:
         how = f"{w.batch_size} requests in flight per replica"
-    return [(f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
-             f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in {e.block}-token "
-             "blocks"),
+    if serving.engine.paged:
+        how_engine = (f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
+                      f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in "
+                      f"{e.block}-token blocks")
+    else:
+        how_engine = (f"Hugging Face generate() (engine transformers): the batch of {e.max_seqs} prefilled at once "
+                      f"({e.budget:,} tokens in one forward pass), then decoded together with eager kernels (no CUDA "
+                      f"graphs); a full KV cache per sequence, {e.kv_tokens * rep.pp:,.0f} tokens per replica; timed "
+                      "as the engine model with that budget (static batching's lockstep is not modelled)")
+    return [how_engine,
             (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
             (f"{how}; {e.prompt:.0f} prompt and {e.output:.0f} output tokens on average; {replicas} replica(s) of "
