@@ -27,7 +27,9 @@ Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
 Attention = Literal["sdpa", "eager", "flash"]
 Stack = Literal["tuned", "eager"]
-WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+#: nvfp4: NVIDIA's FP4 (E2M1) in blocks of 16 with an FP8 (E4M3) scale each; mxfp4: the OCP microscaling FP4,
+#: blocks of 32 with an 8-bit power-of-two (E8M0) scale each
+WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"]
 KvDtype = Literal["bf16", "fp16", "fp8"]
 Modality = Literal["text", "image", "audio", "video", "tabular"]
 Purpose = Literal["experiment", "production"]

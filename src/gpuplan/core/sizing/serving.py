@@ -21,7 +21,7 @@ from gpuplan.core.sizing.rates import (
     peak_flops,
 )
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
-from gpuplan.core.sizing.serving_memory import prefill_budget, request_tokens
+from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, request_tokens
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
@@ -82,8 +82,9 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
     tokens = request_tokens(arch, w, serving.engine)
     prompt, out = lengths(arch, w, serving)
     paged = serving.engine.paged  # generate()'s cache keeps (and its attention reads) every token, whatever the window
+    prec = "fp8-mixed" if dtype == "fp8" else "fp4" if dtype in FP4_WEIGHTS else "fp32" if dtype == "fp32" else "bf16"
     return EngineModel(
-        prec="fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16"), weights_b=dense + experts,
+        prec=prec, weights_b=dense + experts,
         experts_b=experts, num_experts=arch.moe.num_experts if arch.moe else 0,
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
         num_kv_heads=arch.num_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
@@ -103,7 +104,8 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
     tp, pp = lay.tp, lay.pp
     mp = tp * pp
     bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
-    peak = peak_flops(gpu, m.prec) * _base_efficiency(gen, m.prec)
+    prec = compute_precision(gpu, m.prec)
+    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec)
     kv_token = m.kv_read_b / min(tp, max(m.num_kv_heads, 1)) / pp
     if serving.engine.kv_read_per_query_head:  # each query head of a GPU reads its KV head's cache itself
         kv_token *= max(m.num_heads / max(m.num_kv_heads, tp), 1.0)
@@ -120,6 +122,25 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
         allreduces=2 * m.layers // pp if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b, allreduce=ar,
         pp=pp, hop_s=serving.allreduce["nvlink" if gpu.interconnect.kind != "none" else "pcie"].nccl_latency_s,
         hop_s_per_token=m.hidden_b / hop_bw))
+
+
+def compute_precision(gpu: Gpu, prec: str) -> str:
+    """The precision a step's matmuls run at on `gpu`: FP4 weights on FP4 tensor cores where it has them
+    (Blackwell), else weight-only: read in 4 bits, multiplied in 16 (vLLM's Marlin W4A16 kernels)."""
+    return "bf16" if prec == "fp4" and not gpu.tflops.fp4 else prec
+
+
+def precision_notes(w: Workload, gpu: Gpu) -> list[Note]:
+    """Low-precision weights the GPU has no tensor cores for: emulated as weight-only, and said so."""
+    dtype = w.weights_dtype or "bf16"
+    if dtype in FP4_WEIGHTS and not gpu.tflops.fp4:
+        return [Note(code="fp4-emulated", message=f"{gpu.name} has no FP4 tensor cores: the {dtype} weights are "
+                     "stored and read in 4 bits and the matmuls run in 16 bits (weight-only, as vLLM's Marlin FP4 "
+                     "kernels run them before Blackwell); their FLOPs are not halved")]
+    if dtype == "fp8" and not gpu.tflops.fp8:
+        return [Note(code="fp8-emulated", message=f"{gpu.name} has no FP8 tensor cores: the fp8 weights are stored "
+                     "and read in 8 bits and the matmuls run in 16 bits (weight-only, vLLM's Marlin FP8 kernels)")]
+    return []
 
 
 def objectives(w: Workload, serving: ServingData) -> Objectives:
@@ -262,7 +283,8 @@ def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: 
     cap_rep = sz.capacity_per_replica
     need = sz.replicas_needed
     rate = t.rate * rep.pp  # one replica's
-    notes = _notes(w, rep, rate, replicas, cap_rep, need, lay) + _calibration_notes(sm.generations[gpu.generation])
+    notes = (_notes(w, rep, rate, replicas, cap_rep, need, lay) + precision_notes(w, gpu)
+             + _calibration_notes(sm.generations[gpu.generation]))
     met = None if not tg.any else tg.missed(lat) is None
     total_rate = rate * replicas
     itl = lat.itl.mean

@@ -20,7 +20,16 @@ from gpuplan.units import GIB
 #: int8 (LLM.int8 / fp8 row-wise): 1 byte + a 4-byte scale per output row (negligible per param)
 #: int4 (GPTQ/AWQ, group size 128): 4 bits + fp16 scale and 4-bit zero per 128 weights
 INT4_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
-WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM}
+#: NVFP4: 4-bit E2M1 values and one FP8 E4M3 scale per block of 16 (plus one FP32 scale per tensor, negligible):
+#: NVIDIA Technical Blog, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference" (2025-06-24)
+NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
+#: MXFP4: 4-bit E2M1 values and one 8-bit E8M0 scale per block of 32: OCP Microscaling Formats (MX) Specification
+#: v1.0 (2023-09), section 5, "MXFP4: block size 32, scale E8M0"
+MXFP4_BYTES_PER_PARAM = 0.5 + 1 / 32
+WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM,
+                "nvfp4": NVFP4_BYTES_PER_PARAM, "mxfp4": MXFP4_BYTES_PER_PARAM}
+#: the weight dtypes whose matmuls run on FP4 tensor cores where the GPU has them (Blackwell), else weight-only
+FP4_WEIGHTS = ("nvfp4", "mxfp4")
 
 
 def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None, r: Resolved | None = None) -> int:
