@@ -31,6 +31,9 @@ from gpuplan.schema.serving import InferenceSpeed, Objectives, Percentiles, Serv
 from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult
 from gpuplan.units import GIB
 
+#: generate() has no cap on the requests it runs at once: the batch it is given (the memory bounds it)
+GENERATE_MAX_SEQS = 10**6
+
 
 def _weights_read(arch: ModelArch, p: ParamCount, dtype: str) -> tuple[float, float]:
     """(bytes of weights a step reads, of which MoE expert weights), for the whole model."""
@@ -202,8 +205,8 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
     budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
-    if not eng.paged:  # generate(): the batch it is given, every prompt prefilled in one forward pass
-        seqs = w.batch_size
+    if not eng.paged:  # generate(): no cap on the batch it is given, every prompt prefilled in one forward pass
+        seqs = GENERATE_MAX_SEQS
         budget = max(int(w.batch_size * m.prompt), 1)
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
     per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
@@ -310,7 +313,8 @@ def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: 
         decode_batch=s.decodes, step_s=s.step_s, kv_cache_occupancy=min(s.kv_used_tokens / e.kv_tokens, 1.0)
         if e.kv_tokens > 0 else 1.0, kv_cache_tokens=int(e.kv_tokens * rep.pp),
         kv_cache_requests=sz.kv_cache_requests,
-        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs, engine=serving.engine.id,
+        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs if serving.engine.paged else w.batch_size,
+        engine=serving.engine.id,
         assumptions=_assumptions(w, gpu, sm, serving, rep, rate, replicas, lay, t.load),
     )
     fwd = forward_flops(arch, p, int(e.prompt), eager=w.attention == "eager", image_size=int(e.prompt))
@@ -361,7 +365,7 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
                       f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in "
                       f"{e.block}-token blocks")
     else:
-        how_engine = (f"Hugging Face generate() (engine transformers): the batch of {e.max_seqs} prefilled at once "
+        how_engine = (f"Hugging Face generate() (engine transformers): the batch of {w.batch_size} prefilled at once "
                       f"({e.budget:,} tokens in one forward pass), then decoded together with eager kernels (no CUDA "
                       f"graphs); a full KV cache per sequence, {e.kv_tokens * rep.pp:,.0f} tokens per replica; timed "
                       "as the engine model with that budget (static batching's lockstep is not modelled)")
