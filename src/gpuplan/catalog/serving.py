@@ -6,7 +6,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from gpuplan.catalog.loader import _data_text, param_rows, read_toml, table_rows
+from gpuplan.core.sizing.engines import serving_for
 from gpuplan.errors import CatalogError
+from gpuplan.schema.project import Workload
 from gpuplan.schema.serving import AllReduceCost, EngineDefaults, EngineRow, ServingData, UseCaseTemplate
 
 PATH = "gpuplan/data/serving.toml"
@@ -30,4 +32,9 @@ def load_serving() -> ServingData:
     return parse_serving(_data_text("serving.toml"))
 
 
-__all__ = ["load_serving", "parse_serving"]
+def load_serving_for(w: Workload) -> ServingData:
+    """The built-in serving facts with the workload's engine in place of vLLM's (core/sizing/engines.serving_for)."""
+    return serving_for(load_serving(), w)
+
+
+__all__ = ["load_serving", "load_serving_for", "parse_serving"]

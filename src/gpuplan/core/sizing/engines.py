@@ -11,6 +11,8 @@ from gpuplan.schema.serving import EngineDefaults, ServingData
 
 #: the engines workload.engine names, vLLM first (the default)
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "transformers")
+#: generate() has no cap on the requests it runs at once: the batch it is given (the memory bounds it)
+GENERATE_MAX_SEQS = 10**6
 
 
 def engine_defaults(serving: ServingData, name: str | None) -> EngineDefaults:
@@ -52,4 +54,4 @@ def check_generate(w: Workload) -> None:
                              "not requests as they arrive", "batch_size (the batch generate() runs), or engine: vllm")
 
 
-__all__ = ["ENGINES", "check_generate", "engine_defaults", "serving_for"]
+__all__ = ["ENGINES", "GENERATE_MAX_SEQS", "check_generate", "engine_defaults", "serving_for"]

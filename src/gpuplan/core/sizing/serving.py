@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
+from gpuplan.core.sizing.engines import GENERATE_MAX_SEQS
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.precision import compute_precision, precision_notes
 from gpuplan.core.sizing.queueing import Dist, Targets
 from gpuplan.core.sizing.rates import (
     GB,
@@ -30,9 +32,6 @@ from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.serving import InferenceSpeed, Objectives, Percentiles, ServingData, UseCaseTemplate
 from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult
 from gpuplan.units import GIB
-
-#: generate() has no cap on the requests it runs at once: the batch it is given (the memory bounds it)
-GENERATE_MAX_SEQS = 10**6
 
 
 def _weights_read(arch: ModelArch, p: ParamCount, dtype: str) -> tuple[float, float]:
@@ -125,25 +124,6 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
         allreduces=2 * m.layers // pp if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b, allreduce=ar,
         pp=pp, hop_s=serving.allreduce["nvlink" if gpu.interconnect.kind != "none" else "pcie"].nccl_latency_s,
         hop_s_per_token=m.hidden_b / hop_bw))
-
-
-def compute_precision(gpu: Gpu, prec: str) -> str:
-    """The precision a step's matmuls run at on `gpu`: FP4 weights on FP4 tensor cores where it has them
-    (Blackwell), else weight-only: read in 4 bits, multiplied in 16 (vLLM's Marlin W4A16 kernels)."""
-    return "bf16" if prec == "fp4" and not gpu.tflops.fp4 else prec
-
-
-def precision_notes(w: Workload, gpu: Gpu) -> list[Note]:
-    """Low-precision weights the GPU has no tensor cores for: emulated as weight-only, and said so."""
-    dtype = w.weights_dtype or "bf16"
-    if dtype in FP4_WEIGHTS and not gpu.tflops.fp4:
-        return [Note(code="fp4-emulated", message=f"{gpu.name} has no FP4 tensor cores: the {dtype} weights are "
-                     "stored and read in 4 bits and the matmuls run in 16 bits (weight-only, as vLLM's Marlin FP4 "
-                     "kernels run them before Blackwell); their FLOPs are not halved")]
-    if dtype == "fp8" and not gpu.tflops.fp8:
-        return [Note(code="fp8-emulated", message=f"{gpu.name} has no FP8 tensor cores: the fp8 weights are stored "
-                     "and read in 8 bits and the matmuls run in 16 bits (weight-only, vLLM's Marlin FP8 kernels)")]
-    return []
 
 
 def objectives(w: Workload, serving: ServingData) -> Objectives:
