@@ -84,11 +84,11 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
                                   serving=_serving_data() if project.workload.task == "inference" else None)
 
 
-def _serving_data() -> Any:
-    """The serving engine's facts (data/serving.toml), for serving estimates."""
-    from gpuplan.catalog.serving import load_serving
+def _serving_data(w: Any = None) -> Any:
+    """The serving engine's facts (data/serving.toml), for serving estimates; with a workload, its engine's."""
+    from gpuplan.catalog.serving import load_serving, load_serving_for
 
-    return load_serving()
+    return load_serving() if w is None else load_serving_for(w)
 
 
 def _resolve(project: Project, base_dir: Path | None) -> Any:
@@ -306,7 +306,7 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
     head = headroom if headroom is not None else proj.constraints.memory_headroom
     usable = int(row.memory_gib * GIB * (1 - head))
     arch = _resolve(proj, base).arch
-    engine = _serving_data().engine if proj.workload.task == "inference" else None
+    engine = _serving_data(proj.workload).engine if proj.workload.task == "inference" else None
     if engine is not None:  # the engine's share of each GPU; no layout given: the one plan would pick
         from gpuplan.core.sizing.engine_memory import serving_layout, serving_usable
         from gpuplan.core.sizing.params import count_params
