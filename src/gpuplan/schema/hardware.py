@@ -17,8 +17,8 @@ MarketClass = Literal["datacenter", "workstation", "consumer"]
 FormFactor = Literal["sxm", "oam", "pcie", "superchip"]
 Cooling = Literal["passive", "blower", "open-air", "liquid"]
 #: architecture generation: drives the efficiency priors of the speed model (data/speed.toml)
-Generation = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "gaudi2",
-                     "gaudi3"]
+Generation = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4",
+                     "gaudi2", "gaudi3"]
 LinkKind = Literal["nvlink-switch", "nvlink-bridge", "infinity-fabric", "roce-on-die", "none"]
 MemoryType = Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7", "LPDDR5X"]
 
