@@ -115,6 +115,8 @@ class Price(DataRow):
     source: str = Field(min_length=1)
     #: what the figure is: list price, street price, 8-GPU system price / 8 ...
     kind: str = Field(min_length=1)
+    #: whether the price is for a new card or a used/refurbished one (None: the source does not say; issue 28)
+    condition: Literal["new", "used", "refurbished"] | None = None
     #: the price in `currency`: set when gpuplan converts the catalog into a plan's currency
     #: (gpuplan.catalog.currency); a data file leaves both out, and the price is then `usd`, in USD
     amount: float | None = Field(None, gt=0)
