@@ -114,7 +114,8 @@ def test_four_l40s_inference_in_production():
     assert any("N+N" in r for r in spec.reasons)
     assert any("tensor parallel 4 over PCIe" in w for w in spec.warnings)
     assert spec.ram_bytes >= 2 * 4 * 48 * GIB
-    assert spec.price is None  # no dated L40S price in the catalog
+    # the L40S retail price (issue 28) times the rest of the server (rule server_overhead_price_factor)
+    assert spec.price == pytest.approx(4 * 8000 * RULES.server_overhead_price_factor)
     experiment, _ = build(gpu_id="l40s-48gb", gpus_per_server=4, purpose="experiment", tensor_parallel=4,
                           dataset_bytes=0, checkpoint_bytes=1.4e11, weights_bytes=1.4e11)
     assert experiment is not None and experiment.psu_w < spec.psu_w
