@@ -308,3 +308,32 @@ def test_the_issue_28_gpus_have_their_platforms() -> None:
                       ("mi355x-288gb", "rackmount"), ("mi350x-288gb", "rackmount"), ("gb300-288gb", "rack-scale")]:
         assert any(_hosts(p, gpus[gid]) and p.form == form for p in PLATFORMS.values()), gid
     assert PLATFORMS["nvidia-gb300-nvl72"].cooling == "liquid" and PLATFORMS["nvidia-gb300-nvl72"].max_power_w
+
+
+def test_appliances_are_fixed_and_name_what_they_ship() -> None:
+    """Issue 28: DGX systems, NVL72 racks and the tinybox are sold as shipped; their shipped drives and NICs are
+    catalog rows, and a configurable chassis carries no shipped parts."""
+    catalog = load_catalog()
+    drives, nics = catalog.drives.rows, catalog.nics.rows
+    fixed = {p.id for p in PLATFORMS.values() if p.fixed}
+    assert {"nvidia-dgx-a100", "nvidia-dgx-h100", "nvidia-dgx-h200", "nvidia-dgx-b200", "nvidia-gb200-nvl72",
+            "nvidia-gb300-nvl72", "tinycorp-tinybox-green"} <= fixed
+    for p in PLATFORMS.values():
+        if not p.fixed:
+            assert p.shipped_ram_gb is None and p.shipped_drives is None and p.shipped_nics is None, p.id
+            continue
+        assert p.shipped_ram_gb and p.compatible_cpu_ids and len(p.compatible_cpu_ids) == 1, p.id
+        assert all(s.id in drives for s in p.shipped_drives or []), p.id
+        assert all(s.id in nics for s in p.shipped_nics or []), p.id
+    for pid in ("nvidia-dgx-h100", "nvidia-dgx-h200", "nvidia-dgx-b200"):  # the datasheets' 2 TB, 8 + 2 NICs, 8 drives
+        p = PLATFORMS[pid]
+        assert p.shipped_ram_gb == 2048 and p.shipped_nics and p.shipped_nics[0].count == 8
+        assert p.shipped_drives and p.shipped_drives[0].count == 8
+
+
+def test_a_shipped_part_on_a_configurable_chassis_is_refused() -> None:
+    row = PLATFORMS["dell-poweredge-xe9680"].model_dump()
+    with pytest.raises(ValueError, match="for fixed appliances"):
+        Platform.model_validate({**row, "shipped_ram_gb": 2048})
+    with pytest.raises(ValueError, match="needs shipped_ram_gb"):
+        Platform.model_validate({**PLATFORMS["nvidia-dgx-h100"].model_dump(), "shipped_ram_gb": None})

@@ -77,6 +77,8 @@ class ServerSpec(_Out):
     cooling_btu_h: float
     cooling: str
     rack_units: int | None
+    #: an appliance as the vendor ships it (its CPU, RAM, drives and NICs are the vendor's; issue 28)
+    fixed: bool = False
     #: purchase price estimate of the server (all servers of the candidate, the cluster network's share included), in
     #: `currency` (the plan's); None when a GPU price is not in the catalog
     price: float | None = None
