@@ -114,6 +114,9 @@ class Deployment(_Out):
     rented: str | None = None
     #: who quotes the price: the cloud providers whose median it is, the hosting provider (none for a purchase)
     providers: list[str] = Field(default_factory=list)
+    #: the price group a cloud cost comes from (issue 28): the commitment and the provider classes of the quotes it
+    #: is the median of, with their counts ("on-demand: 2 hyperscaler, 7 GPU cloud, 2 marketplace"); None otherwise
+    price_group: str | None = None
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
