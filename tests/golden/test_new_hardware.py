@@ -60,3 +60,40 @@ def test_mi355x_is_recommended_where_it_is_allowed_and_said_to_be_extrapolated(t
     assert mi.time_hours is not None and h100.time_hours is not None and mi.time_hours < h100.time_hours
     assert mi.evidence is not None and mi.evidence.speed == "extrapolated"
     assert any("extrapolated" in r for r in mi.reasons)
+
+
+@pytest.mark.parametrize("example, many", [("llama3-8b-qlora", False), ("llama2-7b-pretrain", False),
+                                           ("llama3-8b-qlora", True)])
+def test_every_stale_quote_a_cost_rests_on_has_its_age_line(tmp_path: Path, example: str, many: bool) -> None:
+    """Issue 28: no price row older than six months without an age line in the plan: every quote a rented option's
+    median is taken over that is older than six months on the plan's date is named, with its date, in that
+    option's warnings (none cut off)."""
+    import datetime as dt
+
+    from gpuplan.catalog.prices import STALE_DAYS, load_prices
+
+    files: list[Path] = []
+    if many:  # twenty old quotes of the recommended GPU: each is named, the line is not cut off
+        text = "schema_version = 1\n" + "".join(
+            f'\n[[cloud]]\ngpu_id = "h100-nvl-94gb"\nprovider = "Old reseller number {k:02d}"\nkind = "on-demand"\n'
+            f'price_per_gpu_hour = {3 + k / 10}\ncurrency = "USD"\nsource = "test quote"\n'
+            f'as_of = 2025-0{1 + k % 5}-01\n'
+            for k in range(20))
+        (tmp_path / "old.toml").write_text(text, encoding="utf-8")
+        files.append(tmp_path / "old.toml")
+    book = load_prices(files)
+    result = api.plan(example_path(example), top=50, price_files=files)
+    as_of = dt.date.fromisoformat(str(result.as_of))
+    seen = 0
+    for c in result.candidates:
+        for d in c.deployments:
+            if d.option != "cloud":
+                continue
+            kind = d.provider.removeprefix("cloud ")
+            rows = [p for p in book.cloud if p.gpu_id == c.gpu_id and p.kind == kind and p.provider in d.providers]
+            for p in rows:
+                if (as_of - p.as_of).days > STALE_DAYS:
+                    seen += 1
+                    assert any(f"{p.provider} ({p.as_of})" in w for w in d.warnings
+                               if w.startswith("prices older than 6 months")), (c.gpu_id, p.provider)
+    assert seen > 0  # the built-in lists do hold stale quotes these plans rest on
