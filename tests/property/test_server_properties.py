@@ -87,9 +87,7 @@ def test_ram_is_at_least_twice_vram(needs):
 def test_cores_meet_the_rule(needs):
     spec = _built(needs)
     need = max(RULES.min_cpu_cores, math.ceil(RULES.cpu_cores_per_gpu[needs.modality] * needs.gpus_per_server))
-    fixed = CATALOG.platforms.rows[spec.platform_id].fixed
-    assert spec.cpu_cores >= need or _warned(spec, "CPU cores short") or (
-        fixed and any(r.startswith("CPU") and "note" in r for r in spec.reasons))
+    assert spec.cpu_cores >= need or _warned(spec, "CPU cores short")
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,7 +1,7 @@
 """A fixed appliance as the vendor ships it (DGX, NVL72 racks, tinybox; `Platform.fixed`, issue 28): its CPU, RAM,
 drives, NICs and PSUs are the vendor's. The builder takes them as they are and judges each against the balance
-rules of data/server_rules.toml with a note in `reasons`, never passing the appliance over for a part the vendor
-chose. Only what the project itself cannot do without is a hard limit: CPU offload and page cache above the RAM
+rules of data/server_rules.toml with a note in `reasons` (a warning for CPU cores short of the data pipeline's
+rule, which can starve the GPUs), never passing the appliance over for a part the vendor chose. Only what the project itself cannot do without is a hard limit: CPU offload and page cache above the RAM
 the appliance ships with. Parts the row does not give (no `shipped_drives`, no `shipped_nics`) are chosen by the
 rules as on a configurable chassis. Pure."""
 
@@ -31,9 +31,10 @@ def shipped_cpu(shelf: Shelf, p: Platform, needs: ServerNeeds | Needs, rules: Se
         text = (f"CPU {s} x {cpu.name} = {cpu.cores * s} cores, as shipped ({p.id} is a fixed appliance); the rules "
                 f"ask max({rules.min_cpu_cores} (rule min_cpu_cores), {n} GPU(s) x {per_gpu:g} cores for "
                 f"{needs.modality} (rule cpu_cores_per_gpu)) = {need}")
-        if cpu.cores * s < need:
-            text += ": note, fewer than the rule asks; the data pipeline may need its own hosts"
         b.reasons.append(text)
+        if cpu.cores * s < need:  # a warning, not a shortfall: the pipeline may starve, the appliance stays
+            b.warnings.append(f"CPU cores short: {p.id} ships with {cpu.cores * s} cores, the rule asks {need} for "
+                              f"{n} GPU(s) on {needs.modality} data; the data pipeline may need its own hosts")
     return cpu
 
 
