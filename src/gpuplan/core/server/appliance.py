@@ -1,9 +1,10 @@
 """A fixed appliance as the vendor ships it (DGX, NVL72 racks, tinybox; `Platform.fixed`, issue 28): its CPU, RAM,
 drives, NICs and PSUs are the vendor's. The builder takes them as they are and judges each against the balance
 rules of data/server_rules.toml with a note in `reasons` (a warning for CPU cores short of the data pipeline's
-rule, which can starve the GPUs), never passing the appliance over for a part the vendor chose. Only what the project itself cannot do without is a hard limit: CPU offload and page cache above the RAM
-the appliance ships with. Parts the row does not give (no `shipped_drives`, no `shipped_nics`) are chosen by the
-rules as on a configurable chassis. Pure."""
+rule, which can starve the GPUs), never passing the appliance over for a part the vendor chose. Only what the
+project itself cannot do without is a hard limit: CPU offload and page cache above the RAM the appliance ships
+with. Parts the row does not give (no `shipped_drives`, no `shipped_nics`) are chosen by the rules as on a
+configurable chassis. Pure."""
 
 from __future__ import annotations
 
