@@ -77,8 +77,7 @@ class ServerSpec(_Out):
     cooling_btu_h: float
     cooling: str
     rack_units: int | None
-    #: an appliance as the vendor ships it (its CPU, RAM, drives and NICs are the vendor's; issue 28)
-    fixed: bool = False
+    fixed: bool = False  #: an appliance as the vendor ships it (CPU, RAM, drives, NICs: the vendor's; issue 28)
     #: purchase price estimate of the server (all servers of the candidate, the cluster network's share included), in
     #: `currency` (the plan's); None when a GPU price is not in the catalog
     price: float | None = None
@@ -114,8 +113,7 @@ class Deployment(_Out):
     rented: str | None = None
     #: who quotes the price: the cloud providers whose median it is, the hosting provider (none for a purchase)
     providers: list[str] = Field(default_factory=list)
-    #: the price group a cloud cost comes from (issue 28): the commitment and the provider classes of the quotes it
-    #: is the median of, with their counts ("on-demand: 2 hyperscaler, 7 GPU cloud, 2 marketplace"); None otherwise
+    #: a cloud cost's price group: commitment and provider classes of its quotes ("reserved-1y: 2 hyperscaler")
     price_group: str | None = None
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
