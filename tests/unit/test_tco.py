@@ -286,3 +286,27 @@ def test_the_breakeven_with_growth_steps_is_the_scan_of_the_cost_curves(
         assert breakeven_within(x, y, horizon, asm) == _scan(x, y, horizon, asm)
     with_steps = own if own.growth else other
     assert cost_by_month(with_steps, horizon, horizon, asm) == pytest.approx(with_steps.total_cost, rel=1e-9, abs=1e-6)
+
+
+def test_each_cloud_cost_says_its_price_group() -> None:
+    """Issue 28: the on-demand median of every provider class against a reserved median of hyperscalers only is not
+    a like-for-like comparison: each cloud option names its group (commitment, provider classes and counts), and a
+    reserved median above the all-provider on-demand median says the groups are not alike."""
+    rows = [CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper", tier="hyperscaler", price_per_gpu_hour=6.0,
+                       source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper", tier="hyperscaler", kind="reserved-1y",
+                       price_per_gpu_hour=4.5, source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Neo", price_per_gpu_hour=2.5, source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Vast", tier="marketplace", price_per_gpu_hour=2.0,
+                       source="t", as_of=D)]
+    use = Usage(horizon_months=12, production=True, serving=True, utilization=0.6, tokens_per_s=1000.0)
+    deps = {d.provider: d for d in compare(CFG, use, rows, [], assumptions(), "USD", ["cloud"])}
+    assert deps["cloud on-demand"].price_group == "on-demand: 1 hyperscaler, 1 GPU cloud, 1 marketplace"
+    reserved = deps["cloud reserved-1y"]
+    assert reserved.price_group == "reserved-1y: 1 hyperscaler"
+    # 4.5 reserved against the 2.5 median of all three on demand, and against the same provider's 6.0
+    assert any("not alike" in a for a in reserved.assumptions)
+    assert any("same provider(s) on demand: 6.00" in a and "saves 25%" in a for a in reserved.assumptions)
+    # a like-for-like group says nothing more
+    alike = compare(CFG, use, CLOUD, [], assumptions(), "USD", ["cloud"])
+    assert not any("not alike" in a for d in alike for a in d.assumptions)

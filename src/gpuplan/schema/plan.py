@@ -78,6 +78,7 @@ class ServerSpec(_Out):
     cooling_btu_h: float
     cooling: str
     rack_units: int | None
+    fixed: bool = False  #: an appliance as the vendor ships it (CPU, RAM, drives, NICs: the vendor's; issue 28)
     #: purchase price estimate of the server (all servers of the candidate, the cluster network's share included), in
     #: `currency` (the plan's); None when a GPU price is not in the catalog
     price: float | None = None
@@ -129,6 +130,8 @@ class Deployment(_Out):
     providers: list[str] = Field(default_factory=list)
     #: servers the planned growth adds inside the horizon, already in total_cost (the cost curve steps at each)
     growth: list[GrowthStep] = Field(default_factory=list)
+    #: a cloud cost's price group: commitment and provider classes of its quotes ("reserved-1y: 2 hyperscaler")
+    price_group: str | None = None
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

@@ -83,7 +83,8 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
         hosting.setdefault(h.gpu_id, []).append(h)
         if is_stale(h.as_of, as_of):
             old.setdefault(h.gpu_id, set()).add(f"{h.id} ({h.as_of})")
-    stale = {gid: "prices older than 6 months: " + ", ".join(sorted(names))[:200] for gid, names in old.items()}
+    # every stale quote is named, none cut off (issue 28: no price older than six months without its age line)
+    stale = {gid: "prices older than 6 months: " + ", ".join(sorted(names)) for gid, names in old.items()}
     g = proj.growth
     return Pricing(project=proj, assumptions=cost_assumptions(proj, book, currency), cloud=cloud, hosting=hosting,
                    stale=stale, currency=currency, conversion=conversion,

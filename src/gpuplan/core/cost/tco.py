@@ -127,13 +127,30 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         if billing:
             ass.append(billing)
+        group = price_group(kind, rows)
+        ass.insert(1, f"price group: {group}")
         if term:
             same = [p for p in on_demand if p.provider in providers]
             ass.append(_same_provider_on_demand(kind, rate, same, currency))
+            if on_demand and rate > statistics.median(p.price_per_gpu_hour for p in on_demand):
+                ass.append(f"the {kind} median is above the on-demand median of all providers "
+                           f"({price_group('on-demand', on_demand)}): the groups are not alike; compare the same "
+                           "providers on demand, above")
         out.append(Deployment(option="cloud", provider=f"cloud {kind}", monthly_cost=total / months, total_cost=total,
                               upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
-                              price_per_gpu_hour=rate, rented=f"{n} GPUs", providers=providers))
+                              price_per_gpu_hour=rate, rented=f"{n} GPUs", providers=providers, price_group=group))
     return out
+
+
+#: how a provider class reads in a plan (data/prices.toml `tier`)
+TIER_NAMES = {"hyperscaler": "hyperscaler", "specialist": "GPU cloud", "marketplace": "marketplace"}
+
+
+def price_group(kind: str, rows: list[CloudPrice]) -> str:
+    """The price group of a median (issue 28): its commitment and the provider classes of its quotes, with their
+    counts, hyperscalers first: "reserved-1y: 2 hyperscaler"."""
+    counts = {t: sum(1 for p in rows if p.tier == t) for t in TIER_NAMES}
+    return f"{kind}: " + ", ".join(f"{c} {TIER_NAMES[t]}" for t, c in counts.items() if c)
 
 
 def billed_hours(run_hours: float, rows: list[CloudPrice]) -> tuple[float, str | None]:
@@ -293,4 +310,4 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
                             monthly_cost=best.monthly_cost, currency=best.currency, reasons=reasons)
 
 
-__all__ = ["Assumptions", "Config", "Usage", "billed_hours", "choose", "compare"]
+__all__ = ["TIER_NAMES", "Assumptions", "Config", "Usage", "billed_hours", "choose", "compare", "price_group"]
