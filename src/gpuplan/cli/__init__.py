@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, prices, serve, trace
+from gpuplan.cli import calibrate, catalog, check, cost, estimate, export, fit, plan, prices, serve, trace
 from gpuplan.cli.common import Commands, broken_pipe, fail_internal, state
 from gpuplan.collector import command_of, for_command
 
@@ -29,7 +29,7 @@ def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks."
 
 
 # the order of `gpuplan --help`
-for _command in (estimate, plan, cost, prices, trace, fit, catalog, export, check, serve):
+for _command in (estimate, plan, cost, prices, trace, fit, calibrate, catalog, export, check, serve):
     _command.register(app)
 del _command
 

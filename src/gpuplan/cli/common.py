@@ -193,6 +193,9 @@ Headroom = Annotated[float | None, typer.Option(min=0.0, max=0.8, help="Fraction
 CatalogFiles = Annotated[list[Path] | None, typer.Option(
     "--catalog", help="A file of your own rows (TOML, YAML or JSON, same schema); a row replaces the built-in one with "
                       "the same id. Repeatable.")]
+RatesFiles = Annotated[list[Path] | None, typer.Option(
+    "--rates", help="A rates file `gpuplan calibrate` wrote: its GPU is timed as measured on your machine. "
+                    "Repeatable.")]
 AsOf = Annotated[datetime.datetime | None, typer.Option(
     "--as-of", formats=["%Y-%m-%d"], help="The date the plan is made for (default: $GPUPLAN_AS_OF, else today): "
                                           "quotes older than six months on it are flagged and weigh less, and no "
@@ -202,6 +205,7 @@ PriceFiles = Annotated[list[Path] | None, typer.Option(
                      "built-in ones. Repeatable.")]
 
 __all__ = ["AsOf", "BROKEN_PIPE_EXIT", "CatalogFiles", "Commands", "Example", "Format", "Headroom", "ListExamples",
-           "Objective", "OutputFormat", "PLAN_TOP", "PlanFormat", "PriceFiles", "ProjectFile", "broken_pipe",
+           "Objective", "OutputFormat", "PLAN_TOP", "PlanFormat", "PriceFiles", "ProjectFile", "RatesFiles",
+           "broken_pipe",
            "check_out", "console", "day", "echo_examples", "exit_code", "fail", "fail_internal", "project_path",
            "state", "write_out"]

@@ -13,6 +13,7 @@ from gpuplan.cli.common import (
     OutputFormat,
     PriceFiles,
     ProjectFile,
+    RatesFiles,
     console,
     day,
     echo_examples,
@@ -32,6 +33,7 @@ def cost(
     top: Annotated[int, typer.Option(min=1, max=100_000, help="Compare the deployments of this many candidates.")] = 1,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
+    rates: RatesFiles = None,
     prices: PriceFiles = None,
     as_of: AsOf = None,
 ) -> None:
@@ -43,10 +45,11 @@ def cost(
     from gpuplan import api
     from gpuplan.report.terminal import progress
 
+    files = [*(catalog or []), *(rates or [])]  # a rates file is a catalog file (gpuplan calibrate)
     try:
         path = project_path(project, example, "cost")
         with progress("searching GPU servers and pricing them…"):
-            result = api.plan(path, top=top, catalog_files=catalog or [], price_files=prices or [], as_of=day(as_of))
+            result = api.plan(path, top=top, catalog_files=files, price_files=prices or [], as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     if format is Format.json:

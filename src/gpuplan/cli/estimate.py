@@ -13,6 +13,7 @@ from gpuplan.cli.common import (
     ListExamples,
     OutputFormat,
     ProjectFile,
+    RatesFiles,
     console,
     day,
     echo_examples,
@@ -32,6 +33,7 @@ def estimate(
                                                           "project's model; alone, sizes serving it.")] = None,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
+    rates: RatesFiles = None,
     as_of: AsOf = None,
 ) -> None:
     """Peak GPU memory per GPU: weights, gradients, optimizer, activations, KV cache, at three levels."""
@@ -41,10 +43,11 @@ def estimate(
     from gpuplan import api
     from gpuplan.report.terminal import progress
 
+    files = [*(catalog or []), *(rates or [])]  # a rates file is a catalog file (gpuplan calibrate)
     try:
         source = _source(project, example, hf)
         with progress(f"fetching {hf} from the Hugging Face Hub…") if hf else nullcontext():
-            result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=catalog or [],  # type: ignore[arg-type]
+            result = api.estimate(source, gpu=gpu, gpus=gpus, catalog_files=files,  # type: ignore[arg-type]
                                   as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)

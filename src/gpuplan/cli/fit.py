@@ -13,6 +13,7 @@ from gpuplan.cli.common import (
     ListExamples,
     OutputFormat,
     ProjectFile,
+    RatesFiles,
     console,
     day,
     echo_examples,
@@ -32,6 +33,7 @@ def fit(
     headroom: Headroom = None,
     format: OutputFormat = Format.text,
     catalog: CatalogFiles = None,
+    rates: RatesFiles = None,
     as_of: AsOf = None,
 ) -> None:
     """On this hardware: the largest micro-batch, sequence (context) and model scale that fit, with and without
@@ -41,11 +43,12 @@ def fit(
         return
     from gpuplan import api
 
+    files = [*(catalog or []), *(rates or [])]  # a rates file is a catalog file (gpuplan calibrate)
     try:
         if gpu is None:
             raise InputError(["--gpu"], "give the GPU to fit on with --gpu (`gpuplan catalog gpus` lists them)")
         path = project_path(project, example, "fit")
-        result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=catalog or [], as_of=day(as_of))
+        result = api.fit(path, gpu=gpu, gpus=gpus, headroom=headroom, catalog_files=files, as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     from gpuplan.report.plan import render_fit_text, render_json

@@ -17,6 +17,7 @@ from gpuplan.cli.common import (
     PlanFormat,
     PriceFiles,
     ProjectFile,
+    RatesFiles,
     check_out,
     console,
     day,
@@ -49,6 +50,7 @@ def plan(
     details: Annotated[bool, typer.Option("--details", help="Text output: after the one-screen summary, every reason, "
                                                             "the server's rules and the GPUs not chosen.")] = False,
     catalog: CatalogFiles = None,
+    rates: RatesFiles = None,
     prices: PriceFiles = None,
     have: Annotated[Path | None, typer.Option("--have", help="The server you already have, as a server file "
                                                                "(the `check --server` format, docs/check.md): the "
@@ -67,13 +69,14 @@ def plan(
     from gpuplan.report.i18n import check_lang
     from gpuplan.report.terminal import progress
 
+    files = [*(catalog or []), *(rates or [])]  # a rates file is a catalog file (gpuplan calibrate)
     try:
         check_lang(lang)  # every format takes the same languages (the terminal's text is English)
         path = project_path(project, example, "plan")
-        owned = _owned(have, this_machine, catalog or [], day(as_of))
+        owned = _owned(have, this_machine, files, day(as_of))
         with progress("searching GPU servers…"):
             result = api.plan(path, objective=objective.value if objective else None, headroom=headroom, top=top,
-                              catalog_files=catalog or [], price_files=prices or [], have=owned, as_of=day(as_of))
+                              catalog_files=files, price_files=prices or [], have=owned, as_of=day(as_of))
     except GpuplanError as exc:
         fail(exc)
     try:

@@ -154,6 +154,9 @@ class Gpu(CatalogRow):
     #: the driver licence allows datacenter deployment (GeForce: no)
     datacenter_driver_licence: bool
     price: Price | None = None
+    #: set by `gpuplan calibrate`: the row's throughput was measured on the user's own machine (what, where, when);
+    #: a plan then calls its speed "measured here" (core/search/evidence.py)
+    measured_here: str | None = Field(None, min_length=1, max_length=2000)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Gpu":

@@ -214,8 +214,9 @@ class Evidence(_Out):
     extrapolated from a prior) and its price (how many quotes of which kind, how old). A candidate whose evidence
     is not adequate is recommended only when no adequate one qualifies (core/search/evidence.py)."""
 
-    #: calibrated: published runs of the GPU's generation fit the speed model; extrapolated: a prior only
-    speed: Literal["calibrated", "extrapolated"]
+    #: calibrated: published runs of the GPU's generation fit the speed model; extrapolated: a prior only; measured:
+    #: `gpuplan calibrate` measured this GPU's throughput on the user's machine (its row's `measured_here`)
+    speed: Literal["calibrated", "extrapolated", "measured"]
     #: quoted: a price quote (cloud or managed) younger than six months; dated: older quotes from two providers
     #: or more, or a purchase price with its source; thin: one old quote, or none
     price: Literal["quoted", "dated", "thin"]

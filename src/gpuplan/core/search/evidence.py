@@ -61,7 +61,10 @@ def gpu_evidence(gpu: Gpu, speed: SpeedModel, cloud: list[CloudPrice], hosting: 
         price = "dated"
     else:
         price = "thin"
-    reasons = [f"speed {'calibrated on published runs of' if calibrated else 'extrapolated (a prior) for'} "
+    measured = gpu.measured_here is not None
+    calibrated = calibrated or measured  # the user's own measurement calibrates this GPU
+    reasons = [f"speed measured here: {gpu.measured_here}" if measured else
+               f"speed {'calibrated on published runs of' if calibrated else 'extrapolated (a prior) for'} "
                f"{gen.id} GPUs"]
     if dates:
         reasons.append(f"{sum(v for k, v in quotes.items() if k != 'purchase')} price quote(s) from "
@@ -77,7 +80,7 @@ def gpu_evidence(gpu: Gpu, speed: SpeedModel, cloud: list[CloudPrice], hosting: 
                        + " and ".join(w for w, bad in (("the speed is extrapolated", not calibrated),
                                                        ("the price rests on one old quote or none", price == "thin"))
                                       if bad))
-    return Evidence(speed="calibrated" if calibrated else "extrapolated", price=price,
+    return Evidence(speed="measured" if measured else "calibrated" if calibrated else "extrapolated", price=price,
                     quotes=quotes, providers=len(providers), newest_quote=max(dates) if dates else None,
                     adequate=adequate, reasons=reasons)
 
