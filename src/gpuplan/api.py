@@ -31,6 +31,7 @@ from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
+from gpuplan.core.sizing.preference import dpo_notes, policy_project
 from gpuplan.errors import GpuplanError, InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
@@ -164,15 +165,16 @@ def _load_noted(project: Project | dict[str, Any] | str | Path,
     elif isinstance(project, dict):
         project = parse_project(project)
     if project.workload.framework is None:  # nothing to fill in: the frameworks' file is not read
-        return project, base_dir, []
+        return policy_project(project), base_dir, dpo_notes(project.workload)
     from gpuplan.catalog.frameworks import load_frameworks
     from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
 
     w, implied = apply_framework(project.workload, load_frameworks())
     if not implied:
-        return project, base_dir, []
+        return policy_project(project), base_dir, dpo_notes(project.workload)
     note = Note(code="framework-defaults", message=framework_note_text(w.framework or "", implied))
-    return project.model_copy(update={"workload": w}), base_dir, [note]
+    # DPO: the sizing and the search run the policy's view (core/sizing/preference.py)
+    return policy_project(project.model_copy(update={"workload": w})), base_dir, [note, *dpo_notes(w)]
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),

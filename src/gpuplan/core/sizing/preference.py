@@ -1,0 +1,95 @@
+"""Preference tuning (task dpo) as the sizing sees it: the policy trains as a fine-tune (full or LoRA) on the chosen
+and rejected sequences of each pair run together, and a frozen reference scores the same sequences without grad.
+
+TRL's DPOTrainer (trl/trainer/dpo_trainer.py, `concatenated_forward`) stacks the chosen and rejected sequences of
+a micro-batch into one forward of twice the micro-batch; the reference's log-probabilities come from a frozen copy
+of the model (`ref_model`, prepared like the policy: sharded by ZeRO-3/FSDP), from the policy with its adapters
+disabled when it is a PEFT model (`null_ref_context`), or from a pass over the data before training
+(`precompute_ref_log_probs`). So:
+
+* `policy_workload`: the workload as the policy trains it, an SFT task (`full-finetune` or `lora`) on 2 x the
+  micro-batch and the global batch, with the `dpo` section kept so the states add the reference
+  (core/sizing/states.py) and the FLOPs its forward (core/sizing/flops.py);
+* `reference_weight_bytes`: the reference's 16-bit weights, before any layout divides them (0 with LoRA or a
+  precomputed reference);
+* `reference_forward`: whether each step runs the reference's forward (2 x params FLOPs per token; with LoRA too:
+  the base without adapters is run).
+
+Pure."""
+
+from __future__ import annotations
+
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.schema.estimate import Note
+from gpuplan.schema.project import DpoSpec, Project, Workload
+
+#: the SFT task a DPO policy trains as, by method
+POLICY_TASK = {"full": "full-finetune", "lora": "lora"}
+#: the reference's weights: bf16, as TRL loads it (the policy's dtype, no master copy)
+REFERENCE_BYTES_PER_PARAM = 2
+#: sequences per preference pair: the chosen and the rejected response, each with its prompt
+SEQUENCES_PER_PAIR = 2
+
+
+def dpo_spec(w: Workload) -> DpoSpec | None:
+    """The workload's DPO settings (defaults when the section is left out), None when it is no DPO."""
+    if w.dpo is not None:
+        return w.dpo
+    return DpoSpec() if w.task == "dpo" else None
+
+
+def policy_workload(w: Workload) -> Workload:
+    """`w` as the policy trains it (an SFT task on both sequences of each pair); other tasks unchanged."""
+    if w.task != "dpo":
+        return w
+    spec = dpo_spec(w)
+    assert spec is not None
+    gbs = w.global_batch_size * SEQUENCES_PER_PAIR if w.global_batch_size else None
+    return w.model_copy(update={"task": POLICY_TASK[spec.method], "dpo": spec,
+                                "micro_batch_size": w.micro_batch_size * SEQUENCES_PER_PAIR,
+                                "global_batch_size": gbs})
+
+
+def policy_project(project: Project) -> Project:
+    """`project` as the sizing and the search run it: the policy's workload, and the pairs of `data.samples`
+    counted as sequences (both run through the policy)."""
+    w = project.workload
+    if w.task != "dpo":
+        return project
+    data = project.data
+    if data.samples is not None:
+        data = data.model_copy(update={"samples": data.samples * SEQUENCES_PER_PAIR})
+    return project.model_copy(update={"workload": policy_workload(w), "data": data})
+
+
+def dpo_notes(w: Workload) -> list[Note]:
+    """What an estimate or a plan of a DPO workload says of how it was sized (none for other tasks)."""
+    spec = dpo_spec(w)
+    if spec is None:
+        return []
+    ref = {"model": "a frozen 16-bit reference copy, sharded as the policy's weights" if spec.method == "full"
+           else "the base with the adapters disabled (no copy)", "precomputed": "precomputed (no reference pass)"}
+    return [Note(code="dpo", message=f"DPO: the policy trains as {POLICY_TASK[spec.method]} on the chosen and "
+                 f"rejected sequences together ({SEQUENCES_PER_PAIR} x the micro-batch of pairs, as TRL's "
+                 f"concatenated forward); reference: {ref[spec.reference]}"
+                 + ("; each step adds its forward pass without grad (2 x parameters FLOPs per token)"
+                    if spec.reference == "model" else "")
+                 + ". Micro-batches and batches the plan shows count sequences")]
+
+
+def reference_weight_bytes(p: ParamCount, w: Workload) -> float:
+    """The frozen reference's weights, whole (0: none held: LoRA, a precomputed reference, no DPO)."""
+    spec = w.dpo if w.task != "dpo" else dpo_spec(w)
+    if spec is None or spec.method != "full" or spec.reference != "model":
+        return 0.0
+    return float(p.total * REFERENCE_BYTES_PER_PARAM)
+
+
+def reference_forward(w: Workload) -> bool:
+    """Whether each step runs the reference's forward pass (the frozen copy, or the base with adapters off)."""
+    spec = w.dpo if w.task != "dpo" else dpo_spec(w)
+    return spec is not None and spec.reference == "model"
+
+
+__all__ = ["POLICY_TASK", "REFERENCE_BYTES_PER_PARAM", "SEQUENCES_PER_PAIR", "dpo_notes", "dpo_spec", "policy_project",
+           "policy_workload", "reference_forward", "reference_weight_bytes"]
