@@ -31,7 +31,7 @@ from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
-from gpuplan.core.sizing.preference import dpo_notes, policy_project
+from gpuplan.core.sizing.preference import dpo_notes, in_pairs, policy_project
 from gpuplan.errors import GpuplanError, InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
@@ -271,6 +271,8 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
 
         result, infeasible = plan_without_candidates(proj, money, objective, str(exc), when), exc
     result = usd_figures(result, bundle.fx[currency])
+    if proj.workload.dpo is not None:  # the search ran the policy's sequences; the project counts pairs
+        result = in_pairs(result)
     if framework_notes:
         result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})
     if have is None or model is None:

@@ -111,9 +111,9 @@ class LoraSpec(_Section):
 
 
 class DpoSpec(_Section):
-    """Direct preference optimisation (task dpo): the policy trains as `method` on chosen and rejected responses run
-    together (TRL's concatenated forward); the reference is a frozen 16-bit copy (full), the base with its adapters
-    disabled (lora), or log-probabilities computed before training (precomputed)."""
+    """Direct preference optimisation (task dpo): the policy trains as `method` on the chosen and rejected responses
+    of each pair in one forward (as TRL's DPOTrainer runs them); the reference is a frozen 16-bit copy (full), the
+    base with its adapters disabled (lora), or log-probabilities computed before training (precomputed)."""
 
     method: DpoMethod = "full"
     reference: DpoReference = "model"

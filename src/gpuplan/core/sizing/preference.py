@@ -1,11 +1,12 @@
 """Preference tuning (task dpo) as the sizing sees it: the policy trains as a fine-tune (full or LoRA) on the chosen
 and rejected sequences of each pair run together, and a frozen reference scores the same sequences without grad.
 
-TRL's DPOTrainer (trl/trainer/dpo_trainer.py, `concatenated_forward`) stacks the chosen and rejected sequences of
-a micro-batch into one forward of twice the micro-batch; the reference's log-probabilities come from a frozen copy
-of the model (`ref_model`, prepared like the policy: sharded by ZeRO-3/FSDP), from the policy with its adapters
-disabled when it is a PEFT model (`null_ref_context`), or from a pass over the data before training
-(`precompute_ref_log_probs`). So:
+TRL's DPOTrainer (huggingface/trl@f2cd577, 2026-07-24, trl/trainer/dpo_trainer.py: its collator concatenates the
+chosen and rejected completions, `_compute_loss`) runs them in one forward of twice the micro-batch; the reference's
+log-probabilities come from a frozen copy of the model (`ref_model`, prepared with the policy's DeepSpeed or FSDP
+config: sharded by ZeRO-3/FSDP), from the policy with its adapters disabled when it is a PEFT model and no
+reference is given (`use_adapter`), or from a pass over the data before training (`precompute_ref_log_probs`;
+then no reference model is kept). So:
 
 * `policy_workload`: the workload as the policy trains it, an SFT task (`full-finetune` or `lora`) on 2 x the
   micro-batch and the global batch, with the `dpo` section kept so the states add the reference
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.schema.project import DpoSpec, Project, Workload
 
 #: the SFT task a DPO policy trains as, by method
@@ -67,14 +69,26 @@ def dpo_notes(w: Workload) -> list[Note]:
     spec = dpo_spec(w)
     if spec is None:
         return []
-    ref = {"model": "a frozen 16-bit reference copy, sharded as the policy's weights" if spec.method == "full"
-           else "the base with the adapters disabled (no copy)", "precomputed": "precomputed (no reference pass)"}
-    return [Note(code="dpo", message=f"DPO: the policy trains as {POLICY_TASK[spec.method]} on the chosen and "
-                 f"rejected sequences together ({SEQUENCES_PER_PAIR} x the micro-batch of pairs, as TRL's "
-                 f"concatenated forward); reference: {ref[spec.reference]}"
-                 + ("; each step adds its forward pass without grad (2 x parameters FLOPs per token)"
-                    if spec.reference == "model" else "")
-                 + ". Micro-batches and batches the plan shows count sequences")]
+    ref = {"model": "frozen 16-bit copy, sharded" if spec.method == "full"
+           else "the base, adapters off", "precomputed": "precomputed"}[spec.reference]
+    run = ", forward each step (+2 x params FLOPs/token)" if spec.reference == "model" else ""
+    return [Note(code="dpo", message=f"DPO: policy trained as {POLICY_TASK[spec.method]} on both sequences of each "
+                 f"pair (samples, tokens count sequences); reference: {ref}{run}")]
+
+
+def in_pairs(result: PlanResult) -> PlanResult:
+    """A plan of a DPO policy's view with its candidates' batches counted in pairs again, as the project counts them
+    (the search ran sequences: 2 per pair)."""
+    def layout(c: Candidate) -> Candidate:
+        lay = c.layout
+        mb = lay.micro_batch_size // SEQUENCES_PER_PAIR if lay.micro_batch_size else lay.micro_batch_size
+        gbs = lay.global_batch_size // SEQUENCES_PER_PAIR if lay.global_batch_size else lay.global_batch_size
+        return c.model_copy(update={"layout": lay.model_copy(update={"micro_batch_size": mb,
+                                                                     "global_batch_size": gbs})})
+
+    rec = result.recommendation
+    return result.model_copy(update={"recommendation": layout(rec) if rec is not None else None,
+                                     "candidates": [layout(c) for c in result.candidates]})
 
 
 def reference_weight_bytes(p: ParamCount, w: Workload) -> float:
@@ -91,5 +105,5 @@ def reference_forward(w: Workload) -> bool:
     return spec is not None and spec.reference == "model"
 
 
-__all__ = ["POLICY_TASK", "REFERENCE_BYTES_PER_PARAM", "SEQUENCES_PER_PAIR", "dpo_notes", "dpo_spec", "policy_project",
-           "policy_workload", "reference_forward", "reference_weight_bytes"]
+__all__ = ["POLICY_TASK", "REFERENCE_BYTES_PER_PARAM", "SEQUENCES_PER_PAIR", "dpo_notes", "dpo_spec", "in_pairs",
+           "policy_project", "policy_workload", "reference_forward", "reference_weight_bytes"]
