@@ -31,7 +31,7 @@ from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
-from gpuplan.core.sizing.preference import dpo_notes, in_pairs, policy_project
+from gpuplan.core.sizing.preference import check_dpo, dpo_notes, in_pairs, policy_project
 from gpuplan.errors import GpuplanError, InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
@@ -99,6 +99,7 @@ def _resolve(project: Project, base_dir: Path | None) -> Any:
     w = project.workload
     if w.task in ("lora", "qlora") and w.lora is not None:
         check_targets(model.arch, w.lora.targets)
+    check_dpo(model.arch, w)
     return model
 
 
@@ -320,6 +321,9 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
             lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine)
     limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads(),
                         engine=engine)
+    if proj.workload.dpo is not None:  # a DPO policy's micro-batch counts sequences: the project counts pairs
+        limits = [lim.model_copy(update={"largest": int(lim.largest) // 2}) if lim.setting == "micro_batch_size"
+                  and lim.largest is not None else lim for lim in limits]
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
                      usable_bytes=usable, limits=limits)

@@ -108,3 +108,27 @@ def test_dpo_step_is_slower_than_the_same_sft_step() -> None:
     assert dpo.time.step_seconds > sft.time.step_seconds
     # reference forward = 1/3 of the policy's 6N: the step grows by less than that share plus the fixed parts
     assert dpo.time.step_seconds < sft.time.step_seconds * 1.4
+
+
+def test_fit_counts_the_micro_batch_in_pairs() -> None:
+    """`fit`'s largest DPO micro-batch is in pairs: it fits, one more pair does not (no accumulation, as fit runs)."""
+    proj = project(mb=1, seq=4096)
+    proj["workload"]["gradient_checkpointing"] = True
+    res = api.fit(proj, gpu="h100-sxm-80gb")
+    best = next(lim.largest for lim in res.limits if lim.setting == "micro_batch_size" and lim.gradient_checkpointing)
+    assert best is not None and best >= 1
+
+    def device(pairs: int) -> int:
+        w = {**proj["workload"], "micro_batch_size": pairs}
+        return api.estimate({**proj, "workload": w}).memory.device_bytes
+
+    assert device(int(best)) <= res.usable_bytes < device(int(best) + 1)
+
+
+def test_dpo_of_a_model_without_a_language_head_is_a_clear_error() -> None:
+    proj = project()
+    proj["model"] = {"preset": "bert-base-uncased"}
+    with pytest.raises(InputError, match="dpo tunes a language model"):
+        api.estimate(proj)
+    with pytest.raises(InputError, match="dpo tunes a language model"):
+        api.plan(proj)

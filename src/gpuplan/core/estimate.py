@@ -16,7 +16,7 @@ from gpuplan.core.sizing.engine_memory import (
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
-from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, reference_forward
+from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, check_dpo, reference_forward
 from gpuplan.core.sizing.project import training_tokens
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InputError
@@ -43,6 +43,7 @@ TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation",
 
 def check_workload(arch: ModelArch, w: Workload) -> None:
     """InputError when the workload asks what the architecture cannot do."""
+    check_dpo(arch, w)
     if arch.kind == "cnn" and w.task in ("lora", "qlora"):
         raise InputError(["workload", "task"], f"{w.task} adapts linear layers of transformers; "
                          f"{arch.model_type} is a CNN", "pretrain, full-finetune, inference")

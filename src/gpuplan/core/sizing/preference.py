@@ -21,7 +21,9 @@ Pure."""
 from __future__ import annotations
 
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.errors import InputError
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.schema.project import DpoSpec, Project, Workload
 
@@ -76,6 +78,14 @@ def dpo_notes(w: Workload) -> list[Note]:
                  f"pair (samples, tokens count sequences); reference: {ref}{run}")]
 
 
+def check_dpo(arch: ModelArch, w: Workload) -> None:
+    """InputError when DPO is asked of a model without a language-model head (it scores responses' tokens)."""
+    if (w.task == "dpo" or w.dpo is not None) and arch.kind not in ("decoder",):
+        raise InputError(["workload", "task"], f"dpo tunes a language model on the log-probabilities of its "
+                         f"responses; {arch.model_type} is not a decoder ({arch.kind})",
+                         "pretrain, full-finetune, lora, qlora, inference")
+
+
 def in_pairs(result: PlanResult) -> PlanResult:
     """A plan of a DPO policy's view with its candidates' batches counted in pairs again, as the project counts them
     (the search ran sequences: 2 per pair)."""
@@ -105,5 +115,5 @@ def reference_forward(w: Workload) -> bool:
     return spec is not None and spec.reference == "model"
 
 
-__all__ = ["POLICY_TASK", "REFERENCE_BYTES_PER_PARAM", "SEQUENCES_PER_PAIR", "dpo_notes", "dpo_spec", "in_pairs",
-           "policy_project", "policy_workload", "reference_forward", "reference_weight_bytes"]
+__all__ = ["POLICY_TASK", "REFERENCE_BYTES_PER_PARAM", "SEQUENCES_PER_PAIR", "check_dpo", "dpo_notes", "dpo_spec",
+           "in_pairs", "policy_project", "policy_workload", "reference_forward", "reference_weight_bytes"]
