@@ -31,7 +31,6 @@ from gpuplan.core import advise
 from gpuplan.core import estimate as core_estimate
 from gpuplan.core.cost.deployments import median_rent
 from gpuplan.core.sizing.lora import check_targets
-from gpuplan.core.sizing.preference import check_dpo, dpo_notes, in_pairs, policy_project
 from gpuplan.errors import GpuplanError, InfeasibleError, InputError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F401 (gpuplan.api.PLAN_TOP, as before)
@@ -99,7 +98,6 @@ def _resolve(project: Project, base_dir: Path | None) -> Any:
     w = project.workload
     if w.task in ("lora", "qlora") and w.lora is not None:
         check_targets(model.arch, w.lora.targets)
-    check_dpo(model.arch, w)
     return model
 
 
@@ -166,16 +164,15 @@ def _load_noted(project: Project | dict[str, Any] | str | Path,
     elif isinstance(project, dict):
         project = parse_project(project)
     if project.workload.framework is None:  # nothing to fill in: the frameworks' file is not read
-        return policy_project(project), base_dir, dpo_notes(project.workload)
+        return core_estimate.policy_noted(project, base_dir, [])
     from gpuplan.catalog.frameworks import load_frameworks
     from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
 
     w, implied = apply_framework(project.workload, load_frameworks())
     if not implied:
-        return policy_project(project), base_dir, dpo_notes(project.workload)
+        return core_estimate.policy_noted(project, base_dir, [])
     note = Note(code="framework-defaults", message=framework_note_text(w.framework or "", implied))
-    # DPO: the sizing and the search run the policy's view (core/sizing/preference.py)
-    return policy_project(project.model_copy(update={"workload": w})), base_dir, [note, *dpo_notes(w)]
+    return core_estimate.policy_noted(project.model_copy(update={"workload": w}), base_dir, [note])
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
@@ -271,9 +268,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         from gpuplan.core.owned.assess import plan_without_candidates
 
         result, infeasible = plan_without_candidates(proj, money, objective, str(exc), when), exc
-    result = usd_figures(result, bundle.fx[currency])
-    if proj.workload.dpo is not None:  # the search ran the policy's sequences; the project counts pairs
-        result = in_pairs(result)
+    result = core_estimate.in_pairs(usd_figures(result, bundle.fx[currency]), proj.workload)  # DPO: in pairs
     if framework_notes:
         result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})
     if have is None or model is None:
@@ -321,9 +316,6 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
             lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine)
     limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads(),
                         engine=engine)
-    if proj.workload.dpo is not None:  # a DPO policy's micro-batch counts sequences: the project counts pairs
-        limits = [lim.model_copy(update={"largest": int(lim.largest) // 2}) if lim.setting == "micro_batch_size"
-                  and lim.largest is not None else lim for lim in limits]
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
                      usable_bytes=usable, limits=limits)

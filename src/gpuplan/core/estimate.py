@@ -16,7 +16,7 @@ from gpuplan.core.sizing.engine_memory import (
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
-from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, check_dpo, reference_forward
+from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, check_dpo, in_pairs, policy_noted, reference_forward
 from gpuplan.core.sizing.project import training_tokens
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InputError
@@ -187,4 +187,6 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     )
 
 
-__all__ = ["INFERENCE_KEYS", "TRAINING_KEYS", "check_workload", "estimate", "shown_workload"]
+#: the API's DPO glue (core/sizing/preference.py), re-exported for gpuplan.api
+__all__ = ["INFERENCE_KEYS", "TRAINING_KEYS", "check_workload", "estimate", "in_pairs", "policy_noted",
+           "shown_workload"]

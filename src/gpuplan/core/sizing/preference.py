@@ -20,12 +20,17 @@ Pure."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.errors import InputError
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.fit import FitLimit
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.schema.project import DpoSpec, Project, Workload
+
+T = TypeVar("T")
 
 #: the SFT task a DPO policy trains as, by method
 POLICY_TASK = {"full": "full-finetune", "lora": "lora"}
@@ -86,9 +91,17 @@ def check_dpo(arch: ModelArch, w: Workload) -> None:
                          "pretrain, full-finetune, lora, qlora, inference")
 
 
-def in_pairs(result: PlanResult) -> PlanResult:
-    """A plan of a DPO policy's view with its candidates' batches counted in pairs again, as the project counts them
-    (the search ran sequences: 2 per pair)."""
+def policy_noted(project: Project, base_dir: T, notes: list[Note]) -> tuple[Project, T, list[Note]]:
+    """The API's project as every step reads it (`policy_project`), with the DPO note after `notes`."""
+    return policy_project(project), base_dir, [*notes, *dpo_notes(project.workload)]
+
+
+def in_pairs(result: PlanResult, w: Workload) -> PlanResult:
+    """A plan of a DPO policy's view (`w`) with its candidates' batches counted in pairs again, as the project counts
+    them (the search ran sequences: 2 per pair); any other plan as it is."""
+    if w.dpo is None:
+        return result
+
     def layout(c: Candidate) -> Candidate:
         lay = c.layout
         mb = lay.micro_batch_size // SEQUENCES_PER_PAIR if lay.micro_batch_size else lay.micro_batch_size
@@ -99,6 +112,15 @@ def in_pairs(result: PlanResult) -> PlanResult:
     rec = result.recommendation
     return result.model_copy(update={"recommendation": layout(rec) if rec is not None else None,
                                      "candidates": [layout(c) for c in result.candidates]})
+
+
+def limits_in_pairs(limits: list[FitLimit], w: Workload) -> list[FitLimit]:
+    """`fit`'s limits of a DPO policy's view (`w`) with the largest micro-batch in pairs, as the project counts it;
+    any other workload's as they are."""
+    if w.dpo is None:
+        return limits
+    return [lim.model_copy(update={"largest": int(lim.largest) // SEQUENCES_PER_PAIR})
+            if lim.setting == "micro_batch_size" and lim.largest is not None else lim for lim in limits]
 
 
 def reference_weight_bytes(p: ParamCount, w: Workload) -> float:
@@ -116,4 +138,5 @@ def reference_forward(w: Workload) -> bool:
 
 
 __all__ = ["POLICY_TASK", "REFERENCE_BYTES_PER_PARAM", "SEQUENCES_PER_PAIR", "check_dpo", "dpo_notes", "dpo_spec",
-           "in_pairs", "policy_project", "policy_workload", "reference_forward", "reference_weight_bytes"]
+           "in_pairs", "limits_in_pairs", "policy_noted", "policy_project", "policy_workload", "reference_forward",
+           "reference_weight_bytes"]
