@@ -12,7 +12,8 @@ from gpuplan.catalog.hf_config import arch_from_hf_config
 from gpuplan.catalog.loader import load_activation_table, load_overheads
 from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import count_params
-from gpuplan.schema.project import Layout, LoraSpec, Workload
+from gpuplan.core.sizing.preference import policy_workload
+from gpuplan.schema.project import DpoSpec, Layout, LoraSpec, Workload
 
 
 class Case(BaseModel):
@@ -41,6 +42,8 @@ class Case(BaseModel):
     #: "transformers": the serving estimate of `workload.engine: transformers`, what `gpuplan estimate` reports for
     #: Hugging Face generate(), with one output token: the prefill the tracer runs)
     engine: str | None = None
+    #: off | model | precomputed: a DPO step (task: the policy's method) with that reference (issue #31)
+    dpo: str = "off"
 
 
 class Comparison(BaseModel):
@@ -64,13 +67,17 @@ def workload_of(case: Case) -> Workload:
     lora = None
     if case.task == "lora":
         lora = LoraSpec(rank=case.lora_rank, alpha=2 * case.lora_rank, targets=case.lora_targets or ["all-linear"])
-    return Workload(
-        task=case.task, precision=case.precision, optimizer=case.optimizer, optimizer_implementation="foreach",
+    dpo = None
+    if case.dpo != "off":  # the DPO workload, sized as its policy (core/sizing/preference.py)
+        dpo = DpoSpec(method="lora" if case.task == "lora" else "full", reference=case.dpo)
+    return policy_workload(Workload(
+        task="dpo" if dpo else case.task, dpo=dpo, precision=case.precision, optimizer=case.optimizer,
+        optimizer_implementation="foreach",
         micro_batch_size=case.micro_batch_size, sequence_length=case.sequence_length,
         gradient_checkpointing=case.gradient_checkpointing, attention=case.attention, lora=lora,
         batch_size=case.batch_size, context_length=case.context_length, weights_dtype=case.weights_dtype,
         image_size=case.image_size, loss=None if case.loss == "standard" else case.loss,
-    )
+    ))
 
 
 def estimate_case(case: Case):
@@ -96,7 +103,7 @@ def trace_case(case: Case):
         gradient_checkpointing=case.gradient_checkpointing, attention=case.attention, lora_rank=case.lora_rank,
         lora_alpha=2.0 * case.lora_rank, lora_targets=case.lora_targets or all_linear_names(case.config),
         batch_size=case.batch_size, context_length=case.context_length, weights_dtype=case.weights_dtype,
-        image_size=case.image_size, loss=case.loss,
+        image_size=case.image_size, loss=case.loss, dpo=case.dpo,
     ))
 
 

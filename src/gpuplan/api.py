@@ -164,15 +164,15 @@ def _load_noted(project: Project | dict[str, Any] | str | Path,
     elif isinstance(project, dict):
         project = parse_project(project)
     if project.workload.framework is None:  # nothing to fill in: the frameworks' file is not read
-        return project, base_dir, []
+        return core_estimate.policy_noted(project, base_dir, [])
     from gpuplan.catalog.frameworks import load_frameworks
     from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
 
     w, implied = apply_framework(project.workload, load_frameworks())
     if not implied:
-        return project, base_dir, []
+        return core_estimate.policy_noted(project, base_dir, [])
     note = Note(code="framework-defaults", message=framework_note_text(w.framework or "", implied))
-    return project.model_copy(update={"workload": w}), base_dir, [note]
+    return core_estimate.policy_noted(project.model_copy(update={"workload": w}), base_dir, [note])
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
@@ -268,7 +268,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
         from gpuplan.core.owned.assess import plan_without_candidates
 
         result, infeasible = plan_without_candidates(proj, money, objective, str(exc), when), exc
-    result = usd_figures(result, bundle.fx[currency])
+    result = core_estimate.in_pairs(usd_figures(result, bundle.fx[currency]), proj.workload)  # DPO: in pairs
     if framework_notes:
         result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})
     if have is None or model is None:

@@ -19,6 +19,7 @@ from gpuplan.core.sizing.engines import serving_for
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
+from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, check_dpo, in_pairs, policy_noted, reference_forward
 from gpuplan.core.sizing.project import training_tokens
 from gpuplan.core.sizing.speed import estimate_inference_speed, estimate_training_speed, tokens_per_sample
 from gpuplan.errors import InputError
@@ -46,6 +47,7 @@ TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation",
 
 def check_workload(arch: ModelArch, w: Workload) -> None:
     """InputError when the workload asks what the architecture cannot do."""
+    check_dpo(arch, w)
     if arch.kind == "cnn" and w.task in ("lora", "qlora"):
         raise InputError(["workload", "task"], f"{w.task} adapts linear layers of transformers; "
                          f"{arch.model_type} is a CNN", "pretrain, full-finetune, inference")
@@ -68,7 +70,8 @@ def _training(project: Project, arch: ModelArch, params: ParamCount, mem: Memory
     r = resolve(arch, w)
     total, how = training_tokens(project, tokens_per_sample(arch, w))
     fwd = forward_flops(arch, params, r.seq, target=r.target, eager=w.attention == "eager", image_size=r.seq)
-    tf = training_flops(fwd, frozen_base=w.task in ("lora", "qlora"), checkpointing=w.gradient_checkpointing)
+    tf = training_flops(fwd, frozen_base=w.task in ("lora", "qlora"), checkpointing=w.gradient_checkpointing,
+                        reference_forward=reference_forward(w))
     compute = ComputeOut(flops_per_token=tf.model_per_token, hardware_flops_per_token=tf.hardware_per_token,
                          flops_total=tf.model_per_token * total if total else None)
     time = None
@@ -136,6 +139,10 @@ def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:
             workload["target_length"] = r.target
     else:
         workload.update(batch_size=r.batch, context_length=r.seq, weights_dtype=w.weights_dtype or "bf16")
+    if w.dpo is not None and w.task != "dpo":  # a DPO policy's view (core/sizing/preference.py): shown in pairs
+        workload.update(task="dpo", micro_batch_size=r.batch // SEQUENCES_PER_PAIR)
+        if w.global_batch_size:
+            workload["global_batch_size"] = w.global_batch_size // SEQUENCES_PER_PAIR
     return workload
 
 
@@ -204,4 +211,6 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     )
 
 
-__all__ = ["INFERENCE_KEYS", "TRAINING_KEYS", "check_workload", "estimate", "shown_workload"]
+#: the API's DPO glue (core/sizing/preference.py), re-exported for gpuplan.api
+__all__ = ["INFERENCE_KEYS", "TRAINING_KEYS", "check_workload", "estimate", "in_pairs", "policy_noted",
+           "shown_workload"]

@@ -14,6 +14,7 @@ from gpuplan.units import fmt_gib, fmt_hours
 
 PARTS = [
     ("weights_bytes", "weights"),
+    ("reference_bytes", "reference model (DPO, frozen 16-bit)"),
     ("gradients_bytes", "gradients"),
     ("optimizer_bytes", "optimizer states"),
     ("activations_bytes", "activations"),

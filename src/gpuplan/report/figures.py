@@ -17,7 +17,7 @@ from gpuplan.report.numbers import Numbers, numbers
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "other")
+MEMORY_PARTS = ("weights", "reference", "gradients", "optimizer", "activations", "kv_cache", "other")
 
 
 def _vram_gib(c: Candidate) -> float | None:

@@ -206,6 +206,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "l_recommended": ("recommended", "recommandée"),
     "l_breakeven": ("break-even", "point mort"),
     "m_weights": ("weights", "poids"),
+    "m_reference": ("reference model", "modèle de référence"),
     "m_gradients": ("gradients", "gradients"),
     "m_optimizer": ("optimizer", "optimiseur"),
     "m_activations": ("activations", "activations"),

@@ -21,7 +21,12 @@ from gpuplan.schema.defaults import (
     Objective,
 )
 
-Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference"]
+Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference", "dpo"]
+#: how a preference-tuned policy trains (DPO): every parameter, or LoRA adapters on a frozen base
+DpoMethod = Literal["full", "lora"]
+#: where DPO's reference log-probabilities come from: a frozen copy of the model run each step, or computed once
+#: before training (TRL precompute_ref_log_probs)
+DpoReference = Literal["model", "precomputed"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 #: paged-adamw-8bit: bitsandbytes' PagedAdamW8bit (states in CUDA unified memory, paged to the host under pressure)
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
@@ -110,6 +115,15 @@ class LoraSpec(_Section):
     targets: list[Name] = Field(default_factory=lambda: ["all-linear"], max_length=64)
 
 
+class DpoSpec(_Section):
+    """Direct preference optimisation (task dpo): the policy trains as `method` on the chosen and rejected responses
+    of each pair in one forward (as TRL's DPOTrainer runs them); the reference is a frozen 16-bit copy (full), the
+    base with its adapters disabled (lora), or log-probabilities computed before training (precomputed)."""
+
+    method: DpoMethod = "full"
+    reference: DpoReference = "model"
+
+
 class Slo(_Section):
     """Serving objectives: each a time the given percentile of requests stays within (seconds)."""
 
@@ -143,6 +157,9 @@ class Workload(_Section):
     #: use) or "eager" (plain PyTorch + transformers as the HF Trainer runs by default: measured slower)
     stack: Stack = "tuned"
     lora: LoraSpec | None = None
+    #: task dpo: the policy's method and the reference (micro_batch_size, global_batch_size and data.samples count
+    #: preference pairs, each a chosen and a rejected sequence of sequence_length tokens)
+    dpo: DpoSpec | None = None
     tokens: PositiveFloat | None = Field(None, le=MAX_TOKENS)
     epochs: PositiveFloat | None = Field(None, le=MAX_EPOCHS)
     batch_size: PositiveInt = Field(1, le=MAX_BATCH)
@@ -191,8 +208,12 @@ class Workload(_Section):
     def _consistent(self) -> "Workload":
         if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
             raise ValueError("global_batch_size must be at least micro_batch_size")
-        if self.lora is not None and self.task not in ("lora", "qlora"):
-            raise ValueError(f"lora settings only apply to task lora or qlora, not {self.task}")
+        if self.lora is not None and self.task not in ("lora", "qlora", "dpo"):
+            raise ValueError(f"lora settings only apply to task lora, qlora or dpo, not {self.task}")
+        if self.dpo is not None and self.task != "dpo":
+            raise ValueError(f"dpo settings only apply to task dpo, not {self.task}")
+        if self.task == "dpo" and self.lora is not None and (self.dpo or DpoSpec()).method != "lora":
+            raise ValueError("lora settings with task dpo need dpo.method: lora")
         if self.arrival_rate is not None and self.users is not None:
             raise ValueError("give arrival_rate or users, not both")
         if self.think_time_s is not None and self.users is None:

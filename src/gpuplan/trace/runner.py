@@ -47,6 +47,13 @@ def trace_memory(spec: TraceSpec, *, fake: bool = True) -> TraceResult:
             model_class = type(model).__name__
             if spec.task == "lora":
                 model = apply_lora(model, spec)
+            # DPO's frozen reference: a bf16 copy of a fully trained policy (TRL's ref_model); a LoRA policy's is
+            # its base with the adapters disabled, no copy
+            ref = None
+            if spec.dpo == "model" and spec.task != "lora":
+                ref, _, _ = build_model(spec, torch.bfloat16)
+                ref.requires_grad_(False)
+                ref.eval()
         if spec.training:
             if spec.gradient_checkpointing:
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -63,9 +70,11 @@ def trace_memory(spec: TraceSpec, *, fake: bool = True) -> TraceResult:
         stack.enter_context(cuda_emulation(spec.emulate_cuda, stats, tracker))
         stack.enter_context(tracker)
         _register_existing(tracker, model)
+        if ref is not None:
+            _register_existing(tracker, ref)
         if spec.training:
             kv = 0
-            _train(spec, model, fam, trainable, tracker)
+            _train(spec, model, fam, trainable, tracker, ref)
         else:
             kv = _prefill(spec, model, fam, tracker)
 
@@ -113,7 +122,7 @@ def _make_optimizer(spec, params):
     return Adafactor(params, lr=1e-3, scale_parameter=False, relative_step=False, warmup_init=False)
 
 
-def _train(spec, model, fam, trainable, tracker) -> None:
+def _train(spec, model, fam, trainable, tracker, ref=None) -> None:
     import torch
 
     from .build import make_inputs
@@ -133,8 +142,16 @@ def _train(spec, model, fam, trainable, tracker) -> None:
         if step == 1:
             tracker.reset_peak()
         with tracker.phase("forward"):
-            batch = make_inputs(model.config, fam, spec, True, pixel_dtype)
-            loss = (_chunked_loss(model, batch, amp) if spec.loss == "chunked" else _forward_loss(model, batch, amp))
+            if spec.dpo != "off":  # chosen and rejected concatenated: twice the micro-batch
+                pairs = spec.model_copy(update={"micro_batch_size": 2 * spec.micro_batch_size})
+                ids = make_inputs(model.config, fam, pairs, True, pixel_dtype)["input_ids"]
+                loss = _dpo_loss(spec, model, ref, ids, amp)
+                del ids
+                batch = None
+            else:
+                batch = make_inputs(model.config, fam, spec, True, pixel_dtype)
+                loss = (_chunked_loss(model, batch, amp) if spec.loss == "chunked"
+                        else _forward_loss(model, batch, amp))
             del batch
         with tracker.phase("backward"):
             loss.backward()
@@ -158,6 +175,68 @@ def _forward_loss(model, batch, amp):
         out = model(**batch)
     out = convert_to_fp32(out)
     return out["loss"]
+
+
+#: DPO's beta (TRL DPOConfig default): a scalar, no memory of its own
+DPO_BETA = 0.1
+
+
+def _logits(model, ids, amp):
+    """The logits of `ids`; with AMP, in fp32 as accelerate's wrapped forward returns them."""
+    import torch
+
+    if amp is None:
+        return model(input_ids=ids).logits
+    from accelerate.utils import convert_to_fp32
+
+    with torch.autocast("cpu", dtype=amp):
+        logits = model(input_ids=ids).logits
+    return convert_to_fp32(logits)
+
+
+def _selective_log_softmax(logits, index):
+    """TRL's selective_log_softmax (trl/trainer/utils.py): fp32 logits gather then a logsumexp per row; 16-bit ones a
+    log_softmax per row."""
+    import torch
+    import torch.nn.functional as F
+
+    if logits.dtype in (torch.float32, torch.float64):
+        selected = torch.gather(logits, dim=-1, index=index.unsqueeze(-1)).squeeze(-1)
+        return selected - torch.stack([torch.logsumexp(row, dim=-1) for row in logits])
+    return torch.stack([F.log_softmax(row, dim=-1).gather(-1, i.unsqueeze(-1)).squeeze(-1)
+                        for row, i in zip(logits, index)])
+
+
+def _sequence_logps(model, ids, amp):
+    """Summed log-probabilities of each sequence's next tokens (TRL DPOTrainer._compute_loss: the logits shifted by
+    one, selective_log_softmax, summed over the sequence)."""
+    logits = _logits(model, ids, amp)
+    logps = _selective_log_softmax(logits[..., :-1, :], ids[..., 1:]).sum(dim=1)
+    del logits
+    return logps
+
+
+def _dpo_loss(spec, model, ref, ids, amp):
+    """A DPO step's loss as TRL's DPOTrainer._compute_loss takes it (trl@f2cd577, 2026-07-24): the policy's
+    log-probabilities over the chosen and rejected sequences together, then, while the policy's graph is alive, the
+    reference's without grad (the frozen copy, or the policy with its adapters disabled; precomputed: given), and
+    the sigmoid loss on the margins."""
+    import contextlib
+
+    import torch
+    import torch.nn.functional as F
+
+    n = ids.shape[0] // 2
+    logps = _sequence_logps(model, ids, amp)
+    if spec.dpo == "model":
+        with torch.no_grad():
+            off = model.disable_adapter() if ref is None else contextlib.nullcontext()
+            with off:
+                ref_logps = _sequence_logps(ref if ref is not None else model, ids, amp)
+    else:
+        ref_logps = torch.zeros(ids.shape[0])
+    margin = (logps[:n] - ref_logps[:n]) - (logps[n:] - ref_logps[n:])
+    return -F.logsigmoid(DPO_BETA * margin).mean()
 
 
 #: chunks of the sequence the chunked loss takes one at a time (torchtune num_output_chunks)

@@ -35,6 +35,11 @@ class TraceSpec(BaseModel):
     loss: Literal["standard", "chunked"] = Field(
         "standard", description="chunked: the LM head and an fp32 cross-entropy over 8 chunks of the sequence "
         "(torchtune CEWithChunkedOutputLoss), decoders only")
+    dpo: Literal["off", "model", "precomputed"] = Field(
+        "off", description="a DPO step as TRL's DPOTrainer runs it: the policy (task full-finetune or lora) on the "
+        "chosen and rejected sequences of micro_batch_size pairs in one forward (2 x micro_batch_size sequences), "
+        "the sigmoid loss on their summed log-probabilities; model: a frozen reference first runs a forward "
+        "without grad (a bf16 copy for full-finetune, the base with adapters disabled for lora); precomputed: none")
     emulate_cuda: bool = Field(
         True, description="CUDA kernel/autocast/dropout footprints (default); False traces the plain CPU path")
 
@@ -44,6 +49,8 @@ class TraceSpec(BaseModel):
             raise ValueError("config must contain model_type")
         if self.loss == "chunked" and self.task == "inference":
             raise ValueError("loss: chunked applies to training")
+        if self.dpo != "off" and (self.task not in ("full-finetune", "lora") or self.loss != "standard"):
+            raise ValueError("dpo traces a policy of task full-finetune or lora with the standard loss")
         return self
 
     @property

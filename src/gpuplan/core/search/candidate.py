@@ -225,7 +225,8 @@ def departures(ctx: Context, c: Config, usable: int) -> list[str]:
                      f"{'on' if own.gradient_checkpointing else 'off'})")
     if "micro_batch_size" in own.model_fields_set and w.micro_batch_size != own.micro_batch_size:
         changes["micro_batch_size"] = own.micro_batch_size  # the same global batch, other accumulation steps
-        parts.append(f"micro-batch {w.micro_batch_size} (project: {own.micro_batch_size})")
+        per = 2 if w.dpo is not None else 1  # a DPO policy runs 2 sequences per pair: said in pairs, as the project
+        parts.append(f"micro-batch {w.micro_batch_size // per} (project: {own.micro_batch_size // per})")
     if not changes:
         return []
     theirs = estimate_memory(ctx.arch, ctx.params, w.model_copy(update=changes), c.layout, c.n, ctx.table,

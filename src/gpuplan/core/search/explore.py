@@ -37,6 +37,7 @@ from gpuplan.core.sizing.engines import serving_for
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import MemoryCache, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
+from gpuplan.core.sizing.preference import check_dpo
 from gpuplan.core.sizing.project import (
     global_batch,
     grown_workload,
@@ -330,6 +331,8 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None,
     """The ranked candidates (full results for the first `top`, all when None), the rejected shapes and why, and
     the growth view of the first `growth_top` candidates (all when None)."""
     t0 = inp.clock()
+    if inp.arch is not None:
+        check_dpo(inp.arch, inp.project.workload)
     s = _Search(inp, objective)
     for gpu in s.gpus:
         s.explore(gpu)

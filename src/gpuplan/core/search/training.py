@@ -131,7 +131,9 @@ class TrainingSpace:
         dp = n // (tp * pp)
         share = self.gbs // dp
         # (micro-batch, micro-batches per step) for each micro-batch that divides each GPU's share of the batch
-        steps = [(mbs, share // mbs) for mbs in pow2_upto(min(share, 64)) if not share % mbs]
+        # (a DPO policy's micro-batches are whole pairs: an even number of sequences)
+        even = workloads[False].dpo is not None
+        steps = [(mbs, share // mbs) for mbs in pow2_upto(min(share, 64)) if not share % mbs and not (even and mbs % 2)]
         ckpts = (False, True) if not self._cnn else (False,)
         terms = [cache.tp_terms(arch, p, workloads[ckpt], tp, self.table) for ckpt in ckpts]
         peaks: list[tuple[int, int]] = []  # each layout's micro-batches', in the order of `made`

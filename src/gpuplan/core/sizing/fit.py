@@ -8,6 +8,7 @@ from collections.abc import Callable
 from gpuplan.core.sizing.engine_memory import estimate_serving_memory, one_request
 from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import count_params
+from gpuplan.core.sizing.preference import check_dpo, limits_in_pairs
 from gpuplan.core.sizing.project import grow_arch
 from gpuplan.schema.estimate import ActivationTable, Overheads
 from gpuplan.schema.fit import FitLimit
@@ -43,6 +44,7 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
     the prefill workspace at its token budget, CUDA graphs); `usable` is then the engine's share of the GPU. The
     largest batch_size is then the requests its KV cache holds at once; the largest context and model are those
     the engine starts with (one request: it queues what its KV cache cannot hold)."""
+    check_dpo(arch, w)
     training = w.task != "inference"
     out: list[FitLimit] = []
     mem_gpus = gpus if training else lay.tp * lay.pp
@@ -93,7 +95,7 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
             out.append(FitLimit(setting="model_scale", gradient_checkpointing=ckpt, largest=best_layers / layers,
                                 parameters=count_params(grown).total, device_bytes_at_largest=dev(grown, base),
                                 note=f"{best_layers} layers of the model's width (it has {layers})"))
-    return out
+    return limits_in_pairs(out, w)
 
 
 __all__ = ["fit_limits"]

@@ -143,10 +143,14 @@ def forward_flops(arch: ModelArch, p: ParamCount, seq: int, *, target: int | Non
     return Flops(tokens=seq, linear_forward=linear, attention_forward=attention, head_forward=head_f)
 
 
-def training_flops(fwd: Flops, *, frozen_base: bool, checkpointing: bool) -> TrainingFlops:
-    """Per-token FLOPs of a training step from the forward of one sample."""
+def training_flops(fwd: Flops, *, frozen_base: bool, checkpointing: bool,
+                   reference_forward: bool = False) -> TrainingFlops:
+    """Per-token FLOPs of a training step from the forward of one sample. `reference_forward`: DPO's frozen
+    reference also runs a forward pass (without grad) over every token (core/sizing/preference.py)."""
     lin_bwd = 1.0 if frozen_base else 2.0
     model = fwd.linear_forward * (1 + lin_bwd) + fwd.attention_forward * 3
+    if reference_forward:
+        model += fwd.forward
     # checkpointing re-runs the blocks' forward (not the head's) during backward
     recompute = (fwd.forward - fwd.head_forward) if checkpointing else 0.0
     return TrainingFlops(model_per_token=model / fwd.tokens, hardware_per_token=(model + recompute) / fwd.tokens,

@@ -136,7 +136,7 @@ def step_peaks(states: LayoutStates, terms: TpTerms, amp: AmpCasts, pp: int, ckp
     st, fo, one_mb, accumulating = states.states, states.fixed_other, states.gradients_one, \
         states.gradients_accumulating
     amp_fwd, amp_bwd = amp.forward, amp.backward
-    fixed = states.weights + states.optimizer
+    fixed = states.weights + states.reference + states.optimizer
     # the temporaries that do not grow with the micro-batch
     o3, o4 = ceil_((amp_bwd + fo + dq) / b) * b, ceil_((fo + dq) / b) * b
     o5 = ceil_((st.optimizer_temp + fo) / b) * b
@@ -228,8 +228,8 @@ class LayoutMemory:
     def phases(self, batch: int, microbatches: int) -> dict[str, dict[str, float]]:
         """Bytes by part at each of PHASES (levels.finish's input)."""
         s = self.states
-        return {name: {"weights": s.weights, "optimizer": s.optimizer, "gradients": b.gradients,
-                       "activations": b.activations, "other": b.other}
+        return {name: {"weights": s.weights, "reference": s.reference, "optimizer": s.optimizer,
+                       "gradients": b.gradients, "activations": b.activations, "other": b.other}
                 for name, b in zip(PHASES, self.phase_bytes(batch, microbatches))}
 
     def load_device_bytes(self, arch: ModelArch, p: ParamCount, w: Workload, oh: Overheads) -> int:

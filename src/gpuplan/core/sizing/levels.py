@@ -28,7 +28,7 @@ def _levels(phases: dict[str, dict[str, float]], kv: float, oh: Overheads, gpus:
     peak_phase = max(totals, key=lambda k: totals[k])
     parts = rounded[peak_phase]
     peak = (parts["weights"] + parts["gradients"] + parts["optimizer"] + parts["activations"] + kv_r
-            + parts["other"])
+            + parts["other"] + parts.get("reference", 0))
     # the caching allocator's reserve grows with what is allocated and freed in many sizes within a step
     # (activations, temporaries); weights, optimizer states, a preallocated KV cache and gradients (the same
     # sizes every step, so their blocks are reused) are not what fragments it
@@ -77,9 +77,11 @@ def finish(phases: dict[str, dict[str, float]], oh: Overheads, gpus: int, lay: L
     bd = MemoryBreakdown(
         weights_bytes=parts["weights"], gradients_bytes=parts["gradients"], optimizer_bytes=parts["optimizer"],
         activations_bytes=parts["activations"], kv_cache_bytes=round_block(kv), other_bytes=parts["other"],
+        reference_bytes=parts.get("reference", 0),
     )
     names = {"weights_bytes": "weights", "gradients_bytes": "gradients", "optimizer_bytes": "optimizer states",
-             "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries"}
+             "activations_bytes": "activations", "kv_cache_bytes": "KV cache", "other_bytes": "temporaries",
+             "reference_bytes": "reference model"}
     dump = bd.model_dump()
     dominant = names[max(dump, key=lambda k: dump[k])]
     phase_name = "backward" if peak_phase.startswith("backward") else peak_phase

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from gpuplan.core.sizing.lora import block_linears
 from gpuplan.core.sizing.memory import resolve
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.preference import reference_forward
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -155,6 +156,7 @@ class WorkloadTerms(NamedTuple):
     recomputation choice changes (`workload_terms`), read once for the works that share a cache."""
 
     frozen: bool  # LoRA/QLoRA: the base does not train
+    reference: bool  # DPO: a frozen reference's forward pass over every token
     eager: bool  # eager attention
     cnn: bool
     fp8: bool
@@ -191,7 +193,8 @@ def workload_terms(arch: ModelArch, p: ParamCount, w: Workload, sm: SpeedModel) 
     fp8 = precision_class(w.precision) == "fp8"
     eager_factor = prm.eager_attention_factor if w.attention == "eager" else None
     return WorkloadTerms(
-        frozen=w.task in ("lora", "qlora"), eager=w.attention == "eager", cnn=arch.kind == "cnn", fp8=fp8,
+        frozen=w.task in ("lora", "qlora"), reference=reference_forward(w), eager=w.attention == "eager",
+        cnn=arch.kind == "cnn", fp8=fp8,
         layers=arch.num_layers + arch.num_decoder_layers, kernels_per_layer=prm.kernels_per_layer,
         kernels_per_lora=prm.kernels_per_lora_linear, lora_linears=lora_linears(arch, w),
         dequant=(p.block_linear_weights, prm.qlora_dequant_bytes_per_param) if w.task == "qlora" else None,

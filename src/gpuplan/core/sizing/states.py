@@ -9,6 +9,7 @@ import math
 from gpuplan.core.sizing.levels import ALLOC_BLOCK
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.preference import reference_weight_bytes
 from gpuplan.core.sizing.stack import QloraImpl, head_of, qlora_impl
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
@@ -18,10 +19,11 @@ from gpuplan.schema.project import Layout, LoraSpec, Workload
 class States:
     """The model states of a training step, in bytes (`unsharded_states`: the whole model; `shard_states`: per GPU)."""
 
-    __slots__ = ("accumulated", "gradients", "optimizer", "optimizer_temp", "paged", "trainable", "weights")
+    __slots__ = ("accumulated", "gradients", "optimizer", "optimizer_temp", "paged", "reference", "trainable",
+                 "weights")
 
     def __init__(self, weights: float, gradients: float, optimizer: float, optimizer_temp: float, trainable: int,
-                 accumulated: float, paged: float = 0.0) -> None:
+                 accumulated: float, paged: float = 0.0, reference: float = 0.0) -> None:
         self.weights = weights
         self.gradients = gradients  # what is alive at once (one parameter's, when the optimizer steps in backward)
         self.optimizer = optimizer
@@ -29,6 +31,7 @@ class States:
         self.trainable = trainable  # parameters
         self.accumulated = accumulated  # what gradient accumulation keeps between micro-batches
         self.paged = paged  # paged 8-bit AdamW's states, outside the peak
+        self.reference = reference  # DPO's frozen reference model's weights (core/sizing/preference.py)
 
 
 #: a phase's gradient bytes at each of the PHASES of a step (core/sizing/layout_memory.py), rounded to the
@@ -40,11 +43,11 @@ class LayoutStates:
     """What a layout's memory is made of whatever the recomputation (`layout_states`)."""
 
     __slots__ = ("fixed_other", "gradients_accumulating", "gradients_one", "head_grad", "layer_grad", "notes",
-                 "optimizer", "states", "weights")
+                 "optimizer", "reference", "states", "weights")
 
     def __init__(self, states: States, fixed_other: float, layer_grad: float, head_grad: float, notes: list[Note],
                  weights: int, optimizer: int, gradients_one: PhaseGradients,
-                 gradients_accumulating: PhaseGradients) -> None:
+                 gradients_accumulating: PhaseGradients, reference: int = 0) -> None:
         self.states = states  # per GPU
         self.fixed_other = fixed_other  # FSDP's gathered blocks, DDP's buckets
         self.layer_grad = layer_grad  # one layer's weight gradients
@@ -56,6 +59,8 @@ class LayoutStates:
         #: each phase's gradients, rounded, with one micro-batch per step and with gradient accumulation
         self.gradients_one = gradients_one
         self.gradients_accumulating = gradients_accumulating
+        #: DPO's frozen reference weights, rounded
+        self.reference = reference
 
 
 def trainable_adapters(arch: ModelArch, w: Workload) -> int | None:
@@ -116,7 +121,7 @@ def unsharded_states(arch: ModelArch, p: ParamCount, w: Workload, adapters: int 
         gradients = min(trainable, one) * grad_b
         temp = 0.0
     return States(weights=weights, gradients=gradients, optimizer=optimizer, optimizer_temp=temp, trainable=trainable,
-                  accumulated=accumulated)
+                  accumulated=accumulated, reference=reference_weight_bytes(p, w))
 
 
 def shard_states(base: States, w: Workload, lay: Layout, dp: int) -> States:
@@ -124,6 +129,7 @@ def shard_states(base: States, w: Workload, lay: Layout, dp: int) -> States:
     mp = lay.tp * lay.pp
     weights, gradients, accumulated = base.weights, base.gradients, base.accumulated
     optimizer, temp = base.optimizer, base.optimizer_temp
+    reference = base.reference / mp  # DPO's reference is sharded as the policy's weights are (TRL prepares it so)
     weights /= mp
     gradients /= mp
     accumulated /= mp
@@ -131,6 +137,7 @@ def shard_states(base: States, w: Workload, lay: Layout, dp: int) -> States:
     temp /= mp
     if lay.zero >= 3:
         weights /= dp
+        reference /= dp
     if lay.zero >= 2:
         gradients /= dp
         accumulated /= dp
@@ -150,13 +157,13 @@ def shard_states(base: States, w: Workload, lay: Layout, dp: int) -> States:
         if w.task not in ("lora", "qlora") and w.precision in ("bf16-mixed", "fp16-mixed"):
             weights /= 2  # the fp32 master copy moved to the host with the optimizer: the 16-bit working copy stays
     if lay.offload == "params":
-        weights = 0.0
+        weights = reference = 0.0
     paged = 0.0
     if w.optimizer == "paged-adamw-8bit":
         paged, optimizer = optimizer, 0.0
     # `accumulated`: what gradient accumulation keeps between micro-batches (all of them, even when the optimizer
     # steps in backward: torchtune refuses that combination, a loop that allows it cannot free them)
-    return States(weights, gradients, optimizer, temp, base.trainable, accumulated, paged)
+    return States(weights, gradients, optimizer, temp, base.trainable, accumulated, paged, reference)
 
 
 def _optimizer_temp(w: Workload, trainable: int, largest: int, state_b: int) -> float:
@@ -221,7 +228,7 @@ def layout_states(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, dp: 
     a = ceil(A / b) * b
     accumulating = (a, a, ceil(max(A, hg) / b) * b, ceil((A - lg) / b) * b, a)
     return LayoutStates(st, zero3_work + ddp_buckets, layer_grad, head_grad, notes, ceil(st.weights / b) * b,
-                        ceil(st.optimizer / b) * b, one, accumulating)
+                        ceil(st.optimizer / b) * b, one, accumulating, ceil(st.reference / b) * b)
 
 
 __all__ = ["DDP_BUCKETS_NOTE", "LayoutStates", "PhaseGradients", "States", "adafactor_state_elements", "layout_states",

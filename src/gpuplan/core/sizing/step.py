@@ -52,7 +52,8 @@ class WorkCache:
         if hit is None:
             assert self.sample is not None, "sample_work first"
             hit = self.training[ckpt] = training_flops(self.sample.forward, frozen_base=self.sample.terms.frozen,
-                                                       checkpointing=ckpt)
+                                                       checkpointing=ckpt,
+                                                       reference_forward=self.sample.terms.reference)
         return hit
 
     def saved_per_sample(self, arch: ModelArch, w: Workload, table: ActivationTable, tp: int) -> float:
