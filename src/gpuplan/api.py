@@ -37,7 +37,7 @@ from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F40
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.plan import Evidence, FitResult, PlanResult
 from gpuplan.schema.prices import PriceBook
-from gpuplan.schema.project import Hardware, Layout, Project
+from gpuplan.schema.project import Hardware, Layout, Project, Workload
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB, fmt_ram_gb
@@ -175,6 +175,28 @@ def _load_noted(project: Project | dict[str, Any] | str | Path,
     return project.model_copy(update={"workload": w}), base_dir, [note]
 
 
+def _plan_framework(project: Project, base_dir: Path | None, notes: list[Note]) -> tuple[Project, list[Note]]:
+    """A training project that names no framework is planned on the plan's default for its task and model kind
+    (data/frameworks.toml `default_for`: HF Trainer + PEFT for fine-tunes, torchtitan for pre-training a decoder),
+    with that framework's defaults filled in and a note saying so; otherwise as it is."""
+    w = project.workload
+    if w.framework is not None or w.task == "inference" or project.model.trace:
+        return project, notes
+    from gpuplan.catalog.frameworks import load_capabilities, load_frameworks
+    from gpuplan.core.sizing.frameworks import apply_framework, default_framework
+
+    caps = load_capabilities()
+    chosen = default_framework(w.task, _resolve(project, base_dir).arch.kind, caps)
+    if chosen is None:
+        return project, notes
+    named = Workload.model_validate({**w.model_dump(exclude_unset=True), "framework": chosen})
+    filled, implied = apply_framework(named, load_frameworks())
+    message = (f"framework {chosen} ({caps[chosen].name}): the plan's default for {w.task}; set workload.framework "
+               "to plan another" + (f" (it implied: {', '.join(implied)}; explicit workload keys win)" if implied
+                                    else ""))
+    return project.model_copy(update={"workload": filled}), [*notes, Note(code="framework-defaults", message=message)]
+
+
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
                 price_files: Sequence[str | Path] = (), as_of: datetime.date | None = None) -> Bundle:
     """The catalogs, prices and assumptions a plan is computed from: the built-in files plus the user's
@@ -237,6 +259,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     months on it are flagged and weigh less as evidence, and no row of the user's files may postdate it."""
     when = plan_date(as_of)
     proj, base, framework_notes = _load_noted(project, base_dir)
+    proj, framework_notes = _plan_framework(proj, base, framework_notes)
     if headroom is not None:
         proj = proj.model_copy(
             update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from gpuplan.catalog.loader import _data_text, _read_toml
 from gpuplan.core.sizing.frameworks import FRAMEWORK_KEYS, FrameworkDefault, FrameworkDefaults
 from gpuplan.errors import CatalogError
+from gpuplan.schema.framework import FrameworkCaps
 from gpuplan.schema.project import Framework, Workload
 
 PATH = "gpuplan/data/frameworks.toml"
@@ -62,10 +63,56 @@ def parse_frameworks(data: dict[str, Any]) -> dict[str, FrameworkDefaults]:
     return out
 
 
+def _caps(row_id: str, can: Any) -> FrameworkCaps:
+    """A row's `can` table as FrameworkCaps; errors name the row and the field."""
+    if not isinstance(can, dict):
+        raise CatalogError(PATH, "can must be a table", row=row_id, field="can")
+    data = dict(can)
+    zero = data.get("zero")
+    if isinstance(zero, dict):  # TOML keys are strings: {0 = "DDP"} reads as {"0": "DDP"}
+        if not all(k in ("0", "1", "2", "3") for k in zero):
+            raise CatalogError(PATH, f"zero stages must be 0-3, not {', '.join(sorted(zero))}", row=row_id,
+                               field="can.zero")
+        data["zero"] = {int(k): v for k, v in zero.items()}
+    as_of = data.get("as_of")
+    if isinstance(as_of, datetime.date):
+        data["as_of"] = as_of.isoformat()
+    try:
+        caps = FrameworkCaps.model_validate({"id": row_id, **data})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise CatalogError(PATH, f"{loc}: {err['msg']}", row=row_id, field=f"can.{loc}") from None
+    if not caps.source.strip():
+        raise CatalogError(PATH, "source must be a non-empty string", row=row_id, field="can.source")
+    return caps
+
+
+def parse_capabilities(data: dict[str, Any]) -> dict[str, FrameworkCaps]:
+    """The `can` tables of a frameworks.toml document, by framework id (rows without one restrict nothing)."""
+    parse_frameworks(data)  # the rows themselves valid first
+    out = {row["id"]: _caps(row["id"], row["can"]) for row in data.get("framework", []) if "can" in row}
+    defaults: dict[tuple[str, str], str] = {}
+    for caps in out.values():  # one default framework per task and model kind
+        for task in caps.default_for:
+            for kind in caps.default_kinds or ("*",):
+                if (task, kind) in defaults:
+                    raise CatalogError(PATH, f"{defaults[task, kind]} is the default for {task} already",
+                                       row=caps.id, field="can.default_for")
+                defaults[task, kind] = caps.id
+    return out
+
+
+@lru_cache(maxsize=1)
+def load_capabilities() -> dict[str, FrameworkCaps]:
+    """What each built-in framework can run (data/frameworks.toml `can` tables), by framework id."""
+    return parse_capabilities(_read_toml(_data_text("frameworks.toml"), PATH))
+
+
 @lru_cache(maxsize=1)
 def load_frameworks() -> dict[str, FrameworkDefaults]:
     """The built-in framework defaults (data/frameworks.toml), by framework id."""
     return parse_frameworks(_read_toml(_data_text("frameworks.toml"), PATH))
 
 
-__all__ = ["load_frameworks", "parse_frameworks"]
+__all__ = ["load_capabilities", "load_frameworks", "parse_capabilities", "parse_frameworks"]

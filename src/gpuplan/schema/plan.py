@@ -154,6 +154,17 @@ class Action(_Out):
     text: str
 
 
+class TrainingStack(_Out):
+    """The training software a candidate is timed on and launched with (issue #30)."""
+
+    #: workload.framework: the project's, or the plan's default for its task (None: the project's own script)
+    framework: str | None
+    #: the speed model's stack: "eager" (plain PyTorch + transformers, as the HF Trainer runs) or "tuned"
+    stack: str
+    #: in words: "HF Trainer + PEFT + DeepSpeed ZeRO-3 (eager kernels)"
+    text: str
+
+
 class CandidateLayout(_Out):
     """How a candidate runs the workload on its GPUs. Training fills dp, gradient_checkpointing and the batch sizes;
     serving fills replicas and batch_per_replica; the JSON leaves out the fields that do not apply (None)."""
@@ -255,6 +266,8 @@ class Candidate(_Out):
     action: Action | None = None
     #: how well its speed and price are known
     evidence: Evidence | None = None
+    #: training: the framework and kernels the candidate is timed on and its exports launch (issue #30)
+    stack: TrainingStack | None = None
 
 
 #: why a GPU type or server shape was not kept, for programs (the `reason` says it for people)
@@ -367,7 +380,7 @@ class PlanResult(_Out):
 
 __all__ = ["Action", "Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence",
            "FaqAnswer", "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats",
-           "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
+           "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "TrainingStack", "Verdict"]
 
 
 class FitLimit(_Out):
