@@ -180,12 +180,15 @@ def _plan_framework(project: Project, base_dir: Path | None, notes: list[Note]) 
     (data/frameworks.toml `default_for`: HF Trainer + PEFT for fine-tunes, torchtitan for pre-training a decoder),
     with that framework's defaults filled in and a note saying so; otherwise as it is."""
     w = project.workload
-    if w.framework is not None or w.task == "inference" or project.model.trace:
-        return project, notes
     from gpuplan.catalog.frameworks import load_capabilities, load_frameworks
     from gpuplan.core.sizing.frameworks import apply_framework, default_framework
 
     caps = load_capabilities()
+    if w.task == "qlora" and w.framework in caps and not caps[w.framework].qlora:
+        raise InputError(["workload", "framework"], f"{caps[w.framework].name} has no QLoRA (task qlora)",
+                         ", ".join(k for k, c in caps.items() if c.qlora) + "; or task lora")
+    if w.framework is not None or w.task == "inference" or project.model.trace:
+        return project, notes
     chosen = default_framework(w.task, _resolve(project, base_dir).arch.kind, caps)
     if chosen is None:
         return project, notes

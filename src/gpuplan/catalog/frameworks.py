@@ -92,14 +92,15 @@ def parse_capabilities(data: dict[str, Any]) -> dict[str, FrameworkCaps]:
     """The `can` tables of a frameworks.toml document, by framework id (rows without one restrict nothing)."""
     parse_frameworks(data)  # the rows themselves valid first
     out = {row["id"]: _caps(row["id"], row["can"]) for row in data.get("framework", []) if "can" in row}
-    defaults: dict[tuple[str, str], str] = {}
+    taken: dict[str, list[tuple[str, frozenset[str]]]] = {}  # by task: (framework, its kinds; empty: every kind)
     for caps in out.values():  # one default framework per task and model kind
+        kinds = frozenset(caps.default_kinds)
         for task in caps.default_for:
-            for kind in caps.default_kinds or ("*",):
-                if (task, kind) in defaults:
-                    raise CatalogError(PATH, f"{defaults[task, kind]} is the default for {task} already",
-                                       row=caps.id, field="can.default_for")
-                defaults[task, kind] = caps.id
+            for other, other_kinds in taken.get(task, []):
+                if not kinds or not other_kinds or kinds & other_kinds:
+                    raise CatalogError(PATH, f"{other} is the default for {task} already", row=caps.id,
+                                       field="can.default_for")
+            taken.setdefault(task, []).append((caps.id, kinds))
     return out
 
 
