@@ -81,6 +81,9 @@ def build_config(model_type: str, d: dict) -> dict:
                     **nodrop)
     if model_type == "bloom":
         return dict(common, hidden_size=heads * hd, n_head=heads, **nodrop)
+    if model_type == "mpt":  # transformers' MPT: ALiBi always, an MLP of 4 x d_model, no SDPA path
+        return dict(common, d_model=heads * hd, n_heads=heads, expansion_ratio=4, resid_pdrop=0, emb_pdrop=0,
+                    attn_config={"alibi": True, "attn_pdrop": 0})  # MptConfig's fields are typed int
     if model_type in ("bert", "roberta"):
         return dict(common, hidden_size=heads * hd, intermediate_size=i, num_attention_heads=heads,
                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=600)
@@ -105,7 +108,7 @@ def model_class(model_type: str):
 
 #: families whose SDPA call carries an explicit mask or bias the efficient kernel keeps (seq x seq terms)
 MASKED_SDPA = ("t5", "mt5", "falcon")
-LAYER_KEYS = {"gpt2": "n_layer", "bloom": "n_layer", "t5": "num_layers", "mt5": "num_layers"}
+LAYER_KEYS = {"gpt2": "n_layer", "bloom": "n_layer", "mpt": "n_layers", "t5": "num_layers", "mt5": "num_layers"}
 
 
 def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, rank: int = 8) -> int:
@@ -183,7 +186,7 @@ def features(d: dict, s: int) -> list[float]:
 def random_dims(rng: random.Random, model_type: str) -> dict:
     heads = rng.choice([2, 4, 6])
     kv = rng.choice([k for k in (1, 2, heads) if heads % k == 0])
-    if model_type in ("phi", "gpt_neox", "gpt2", "bloom", "bert", "roberta", "vit", "t5", "mt5"):
+    if model_type in ("phi", "gpt_neox", "gpt2", "bloom", "mpt", "bert", "roberta", "vit", "t5", "mt5"):
         kv = heads
     if model_type == "falcon":
         kv = 1
@@ -191,7 +194,7 @@ def random_dims(rng: random.Random, model_type: str) -> dict:
     h = (heads * hd if model_type not in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
                                            "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5")
          else heads * rng.choice([20, 28, 36]))
-    i = 4 * h if model_type == "bloom" else rng.choice([200, 264, 320])
+    i = 4 * h if model_type in ("bloom", "mpt") else rng.choice([200, 264, 320])
     return dict(h=h, heads=heads, kv_heads=kv, hd=hd, i=i, V=rng.choice([500, 700]), E=rng.choice([4, 6]),
                 k=2, ie=rng.choice([48, 80]), r=rng.choice([4, 8, 16]), **{"is": rng.choice([64, 96])},
                 img=rng.choice([32, 48]))
@@ -240,7 +243,7 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: 
 
 
 FAMILIES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-            "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "falcon", "bloom", "stablelm", "bert", "roberta",
+            "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "falcon", "bloom", "mpt", "stablelm", "bert", "roberta",
             "t5", "mt5", "vit"]
 REGIMES = ["fp32", "amp", "bf16", "lora-amp", "lora-bf16", "lora-fp32", "lora-amp-attn", "lora-bf16-attn",
            "lora-fp32-attn"]

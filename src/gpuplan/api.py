@@ -197,7 +197,7 @@ def _plan_framework(project: Project, base_dir: Path | None, notes: list[Note]) 
     message = (f"framework {chosen} ({caps[chosen].name}): the plan's default for {w.task}; set workload.framework "
                "to plan another" + (f" (it implied: {', '.join(implied)}; explicit workload keys win)" if implied
                                     else ""))
-    return project.model_copy(update={"workload": filled}), [*notes, Note(code="framework-defaults", message=message)]
+    return project.model_copy(update={"workload": filled}), [*notes, Note(code="framework-default", message=message)]
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),

@@ -49,6 +49,7 @@ TINY = {
                      vocab_size=128),
     "falcon": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=128),
     "bloom": dict(hidden_size=64, n_layer=2, n_head=4, vocab_size=128),
+    "mpt": dict(d_model=64, n_heads=4, n_layers=2, vocab_size=128, attn_config={"alibi": True}),
     "stablelm": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                      num_key_value_heads=2, vocab_size=128, qk_layernorm=True, use_qkv_bias=True),
     "bert": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, vocab_size=128),
@@ -120,7 +121,7 @@ def test_lora_named_targets_equal_peft(model_type: str, targets: list[str]) -> N
 
 
 @pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x22b", "qwen3-235b-a22b", "gemma-2-9b", "phi-2",
-                                  "falcon-7b", "bert-large-uncased"])
+                                  "falcon-7b", "bert-large-uncased", "mpt-7b"])
 def test_real_configs_equal_transformers(name: str) -> None:
     cfg = hf_config(name)
     model = build(cfg["model_type"], {k: v for k, v in cfg.items() if k != "model_type"})

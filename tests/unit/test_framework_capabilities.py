@@ -142,7 +142,7 @@ def test_every_example_is_planned_on_a_layout_its_framework_runs(name: str) -> N
     assert rec is not None
     if proj.workload.framework is None and task in ("lora", "qlora", "full-finetune"):
         assert rec.framework == "hf-trainer" and rec.stack == "eager"
-        assert any(n.code == "framework-defaults" and "the plan's default" in n.message for n in plan.notes)
+        assert any(n.code == "framework-default" and "the plan's default" in n.message for n in plan.notes)
 
 
 def test_the_70b_lora_is_no_longer_tensor_parallel() -> None:

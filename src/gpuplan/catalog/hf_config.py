@@ -236,6 +236,35 @@ def _read_falcon(r: _Reader) -> dict[str, Any]:
     )
 
 
+def _read_mpt(r: _Reader) -> dict[str, Any]:
+    """MosaicML MPT (transformers MptForCausalLM): fused Wqkv and out_proj, a plain GELU MLP of expansion_ratio x
+    d_model (transformers builds 4 x, the value of every published MPT), LayerNorms without bias, ALiBi, the LM
+    head tied to the embedding; `no_bias` (true in every published MPT) drops every bias."""
+    h = r.int("d_model", "hidden_size")
+    heads = r.int("n_heads", "num_attention_heads", positive=True)
+    n_layers = r.int("n_layers", "num_hidden_layers")
+    attn = r.get("attn_config", default={})
+    if not isinstance(attn, Mapping):
+        raise InputError(["attn_config"], f"must be an object, got {clip(attn)}", source=r.source)
+    a = _Reader(attn, r.source)
+    kv = {"multiquery_attention": 1, "grouped_query_attention": a.int("kv_n_heads", default=heads, positive=True)
+          }.get(str(a.get("attn_type", default="multihead_attention")), heads)
+    bias = not bool(r.get("no_bias", default=True))
+    alibi = bool(a.get("alibi", default=True))
+    learned = not alibi and bool(r.get("learned_pos_emb", default=True))
+    return dict(
+        model_type="mpt", kind="decoder", hidden_size=h, num_layers=n_layers, num_heads=heads, num_kv_heads=kv,
+        head_dim=h // heads, intermediate_size=r.int("expansion_ratio", default=4, positive=True) * h,
+        vocab_size=r.int("vocab_size", default=50368), max_position_embeddings=r.int("max_seq_len", default=2048),
+        positions="alibi" if alibi else ("learned" if learned else "none"),
+        position_rows=r.int("max_seq_len", default=2048) if learned else 0,
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)),
+        norm="layernorm", norm_bias=bias, qkv_bias=bias, o_bias=bias, mlp_gated=False, mlp_bias=bias,
+        activation="gelu", attention_dropout=_dropout(a, "attn_pdrop"), hidden_dropout=_dropout(r, "resid_pdrop"),
+        torch_dtype=r.get("torch_dtype", "dtype"),
+    )
+
+
 def _read_bloom(r: _Reader) -> dict[str, Any]:
     h = r.int("hidden_size", "n_embed", default=64)
     heads = r.int("n_head", "num_attention_heads", default=8, positive=True)
@@ -343,7 +372,7 @@ READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _read_llama, "mistral": _read_mistral, "mixtral": _read_mixtral, "qwen2": _read_qwen2,
     "qwen2_moe": _read_qwen2_moe, "qwen3": _read_qwen3, "qwen3_moe": _read_qwen3_moe, "gemma": _read_gemma,
     "gemma2": _read_gemma2, "gemma3_text": _read_gemma3_text, "phi": _read_phi, "phi3": _read_phi3,
-    "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "falcon": _read_falcon, "bloom": _read_bloom,
+    "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "falcon": _read_falcon, "bloom": _read_bloom, "mpt": _read_mpt,
     "stablelm": _read_stablelm, "bert": _read_bert, "roberta": _read_roberta, "t5": _read_t5, "mt5": _read_mt5,
     "vit": _read_vit, "resnet": _read_resnet,
 }

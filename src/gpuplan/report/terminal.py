@@ -328,7 +328,9 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         console.print(Rule(Text("If you buy or rent instead", style="bold"), align="left"))
     if rec is not None:
         console.print(_verdict(result, rec))
-        why = why_reasons(rec)
+        # the stack (reason "stack: ...", candidate.stack) goes to the first lines (issue #30); until then the summary
+        # keeps to one screen and shows it with --details
+        why = [r for r in why_reasons(rec) if details or not r.startswith("stack: ")]
         console.print(_hanging([("  ·", r) for r in (why if details else why[:WHY_MAX])]
                                + [(Text("  !", style="bold yellow"), Text(w, style="yellow"))
                                   for w in rec.server.warnings]))
@@ -347,6 +349,8 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         _checklist(console, result, details)
     _faq(console, result, details)
     for n in result.notes:
+        if n.code == "framework-default" and not details:  # the plan's default stack: with --details, as above
+            continue
         console.print(Text(f"· {n.message}"))
     rejected = _rejected_lines(result)
     if details:

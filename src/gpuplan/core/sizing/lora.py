@@ -16,7 +16,7 @@ from gpuplan.schema.model import ModelArch
 Linear = tuple[str, int, int, int]  # (module name, in features, out features, how many in the model)
 
 _FUSED_QKV = {"gpt_neox": "query_key_value", "falcon": "query_key_value", "bloom": "query_key_value",
-              "phi3": "qkv_proj", "gpt2": "c_attn"}
+              "phi3": "qkv_proj", "gpt2": "c_attn", "mpt": "Wqkv"}
 _NAMES = {
     "default": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
     "phi": ("q_proj", "k_proj", "v_proj", "dense", "fc1", "fc1", "fc2"),
@@ -24,6 +24,7 @@ _NAMES = {
     "gpt_neox": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
     "falcon": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
     "bloom": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
+    "mpt": ("", "", "", "out_proj", "up_proj", "up_proj", "down_proj"),
     "bert": ("query", "key", "value", "dense", "dense", "dense", "dense"),
     "vit": ("q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc1", "fc2"),
     "t5": ("q", "k", "v", "o", "wi_0", "wi_1", "wo"),
