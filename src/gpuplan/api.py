@@ -37,7 +37,7 @@ from gpuplan.schema.defaults import OBJECTIVES, PLAN_TOP, Objective  # noqa: F40
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.plan import Evidence, FitResult, PlanResult
 from gpuplan.schema.prices import PriceBook
-from gpuplan.schema.project import Hardware, Layout, Project, Workload
+from gpuplan.schema.project import Hardware, Layout, Project
 from gpuplan.schema.result import EstimateResult, HardwareInfo, ModelInfo
 from gpuplan.schema.speed import ComputeOut
 from gpuplan.units import GIB, fmt_ram_gb
@@ -155,49 +155,20 @@ def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None)
     return proj, base
 
 
-def _load_noted(project: Project | dict[str, Any] | str | Path,
-                base_dir: Path | None) -> tuple[Project, Path | None, list[Note]]:
+def _load_noted(project: Project | dict[str, Any] | str | Path, base_dir: Path | None,
+                plan: bool = False) -> tuple[Project, Path | None, list[Note]]:
     """The project as every step reads it: its `workload.framework`'s defaults filled in where the file leaves a
-    key unset (core/sizing/frameworks.py), with the note saying what the framework implied."""
+    key unset, with the note saying what the framework implied; `plan`: a training project that names no framework
+    takes the plan's default for its task and model kind (catalog/frameworks.py `with_framework`)."""
     if isinstance(project, (str, Path)):
         project, base_dir = load_project(project)
     elif isinstance(project, dict):
         project = parse_project(project)
-    if project.workload.framework is None:  # nothing to fill in: the frameworks' file is not read
-        return project, base_dir, []
-    from gpuplan.catalog.frameworks import load_frameworks
-    from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
+    from gpuplan.catalog.frameworks import with_framework
 
-    w, implied = apply_framework(project.workload, load_frameworks())
-    if not implied:
-        return project, base_dir, []
-    note = Note(code="framework-defaults", message=framework_note_text(w.framework or "", implied))
-    return project.model_copy(update={"workload": w}), base_dir, [note]
-
-
-def _plan_framework(project: Project, base_dir: Path | None, notes: list[Note]) -> tuple[Project, list[Note]]:
-    """A training project that names no framework is planned on the plan's default for its task and model kind
-    (data/frameworks.toml `default_for`: HF Trainer + PEFT for fine-tunes, torchtitan for pre-training a decoder),
-    with that framework's defaults filled in and a note saying so; otherwise as it is."""
-    w = project.workload
-    from gpuplan.catalog.frameworks import load_capabilities, load_frameworks
-    from gpuplan.core.sizing.frameworks import apply_framework, default_framework
-
-    caps = load_capabilities()
-    if w.task == "qlora" and w.framework in caps and not caps[w.framework].qlora:
-        raise InputError(["workload", "framework"], f"{caps[w.framework].name} has no QLoRA (task qlora)",
-                         ", ".join(k for k, c in caps.items() if c.qlora) + "; or task lora")
-    if w.framework is not None or w.task == "inference" or project.model.trace:
-        return project, notes
-    chosen = default_framework(w.task, _resolve(project, base_dir).arch.kind, caps)
-    if chosen is None:
-        return project, notes
-    named = Workload.model_validate({**w.model_dump(exclude_unset=True), "framework": chosen})
-    filled, implied = apply_framework(named, load_frameworks())
-    message = (f"framework {chosen} ({caps[chosen].name}): the plan's default for {w.task}; set workload.framework "
-               "to plan another" + (f" (it implied: {', '.join(implied)}; explicit workload keys win)" if implied
-                                    else ""))
-    return project.model_copy(update={"workload": filled}), [*notes, Note(code="framework-default", message=message)]
+    p, base = project, base_dir
+    proj, notes = with_framework(p, (lambda: _resolve(p, base).arch.kind) if plan else None)
+    return proj, base_dir, notes
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
@@ -261,8 +232,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     `as_of`: the date the plan is made for (default: $GPUPLAN_AS_OF, else today; `plan_date`): quotes older than six
     months on it are flagged and weigh less as evidence, and no row of the user's files may postdate it."""
     when = plan_date(as_of)
-    proj, base, framework_notes = _load_noted(project, base_dir)
-    proj, framework_notes = _plan_framework(proj, base, framework_notes)
+    proj, base, framework_notes = _load_noted(project, base_dir, plan=True)
     if headroom is not None:
         proj = proj.model_copy(
             update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})

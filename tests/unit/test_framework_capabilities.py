@@ -151,6 +151,20 @@ def test_the_70b_lora_is_no_longer_tensor_parallel() -> None:
     assert all(c.layout.tp == 1 and c.layout.pp == 1 for c in plan.candidates)
 
 
+def test_a_mixtral_lora_is_planned_without_tensor_parallelism() -> None:
+    """Issue #30: a Mixtral-8x7B LoRA was planned as ZeRO-1 + tp 4 (tensor-parallel LoRA of a MoE under the HF
+    Trainer; before this change 28 of this plan's 43 candidates were tensor parallel, 2 to 8 ways). Now: sharded data
+    parallelism only, on the HF Trainer + PEFT, eager."""
+    plan = api.plan({"name": "mixtral-lora", "model": {"preset": "mixtral-8x7b"},
+                     "workload": {"task": "lora", "micro_batch_size": 1, "global_batch_size": 16,
+                                  "sequence_length": 4096, "gradient_checkpointing": True, "epochs": 2},
+                     "data": {"samples": 100000}})
+    assert plan.candidates
+    for c in plan.candidates:
+        assert (c.layout.tp, c.layout.pp) == (1, 1)
+        assert c.stack is not None and (c.stack.framework, c.stack.stack) == ("hf-trainer", "eager")
+
+
 def test_the_explicit_framework_and_stack_win() -> None:
     d = yaml.safe_load(example_path("llama3-70b-lora").read_text())
     d["workload"]["framework"] = "nemo"

@@ -5,16 +5,25 @@ the field."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
 
 from gpuplan.catalog.loader import _data_text, _read_toml
-from gpuplan.core.sizing.frameworks import FRAMEWORK_KEYS, FrameworkDefault, FrameworkDefaults
-from gpuplan.errors import CatalogError
+from gpuplan.core.sizing.frameworks import (
+    FRAMEWORK_KEYS,
+    FrameworkDefault,
+    FrameworkDefaults,
+    apply_framework,
+    default_framework,
+    framework_note_text,
+)
+from gpuplan.errors import CatalogError, InputError
+from gpuplan.schema.estimate import Note
 from gpuplan.schema.framework import FrameworkCaps
-from gpuplan.schema.project import Framework, Workload
+from gpuplan.schema.project import Framework, Project, Workload
 
 PATH = "gpuplan/data/frameworks.toml"
 SCHEMA_VERSIONS = (1,)
@@ -116,4 +125,32 @@ def load_frameworks() -> dict[str, FrameworkDefaults]:
     return parse_frameworks(_read_toml(_data_text("frameworks.toml"), PATH))
 
 
-__all__ = ["load_capabilities", "load_frameworks", "parse_capabilities", "parse_frameworks"]
+def with_framework(project: Project, kind: Callable[[], str] | None = None) -> tuple[Project, list[Note]]:
+    """The project with its `workload.framework`'s defaults filled in where the file leaves a key unset, and the
+    note saying what the framework implied (explicit keys win). `kind` (the model's kind, asked only when needed):
+    a training project that names no framework takes the plan's default for its task and model kind
+    (`default_for`: HF Trainer + PEFT for fine-tunes, NeMo / Megatron-Core for pre-training a decoder), with a
+    note; None: no default (estimate, fit). QLoRA on a framework without it is refused."""
+    w = project.workload
+    if w.framework is None and (kind is None or w.task == "inference" or project.model.trace):
+        return project, []  # nothing to fill in: the frameworks' file is not read
+    caps = load_capabilities()
+    if w.task == "qlora" and w.framework in caps and not caps[w.framework].qlora:
+        raise InputError(["workload", "framework"], f"{caps[w.framework].name} has no QLoRA (task qlora)",
+                         ", ".join(k for k, c in caps.items() if c.qlora) + "; or task lora")
+    chosen = w.framework or (default_framework(w.task, kind(), caps) if kind is not None else None)
+    if chosen is None:
+        return project, []
+    named = w if w.framework else Workload.model_validate({**w.model_dump(exclude_unset=True), "framework": chosen})
+    filled, implied = apply_framework(named, load_frameworks())
+    if w.framework:
+        notes = [Note(code="framework-defaults", message=framework_note_text(chosen, implied))] if implied else []
+    else:
+        notes = [Note(code="framework-default", message=f"framework {chosen} ({caps[chosen].name}): the plan's "
+                      f"default for {w.task}; set workload.framework to plan another" + (
+                          f" (it implied: {', '.join(implied)}; explicit workload keys win)" if implied else ""))]
+    return (project.model_copy(update={"workload": filled}) if filled is not w else project), notes
+
+
+__all__ = ["load_capabilities", "load_frameworks", "parse_capabilities", "parse_frameworks",
+           "with_framework"]

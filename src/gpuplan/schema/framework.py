@@ -41,4 +41,17 @@ class FrameworkCaps(BaseModel):
     as_of: str
 
 
-__all__ = ["FrameworkCaps"]
+class TrainingStack(BaseModel):
+    """The training software a plan's candidate is timed on and launched with (Candidate.stack, issue #30)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    #: workload.framework: the project's, or the plan's default for its task (None: the project's own script)
+    framework: str | None
+    #: the speed model's stack: "eager" (plain PyTorch + transformers, as the HF Trainer runs) or "tuned"
+    stack: str
+    #: in words: "HF Trainer + PEFT + DeepSpeed ZeRO-3 (eager kernels)"
+    text: str
+
+
+__all__ = ["FrameworkCaps", "TrainingStack"]

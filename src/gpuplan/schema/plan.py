@@ -14,6 +14,7 @@ from pydantic import (
 
 from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.framework import TrainingStack
 from gpuplan.schema.owned import HaveKind, HaveOption, HaveResult, HaveWay
 from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
@@ -151,17 +152,6 @@ class Action(_Out):
     #: cheaper from the start"); None when there is no other
     runner_up: str | None = None
     #: the sentence the reports print first
-    text: str
-
-
-class TrainingStack(_Out):
-    """The training software a candidate is timed on and launched with (issue #30)."""
-
-    #: workload.framework: the project's, or the plan's default for its task (None: the project's own script)
-    framework: str | None
-    #: the speed model's stack: "eager" (plain PyTorch + transformers, as the HF Trainer runs) or "tuned"
-    stack: str
-    #: in words: "HF Trainer + PEFT + DeepSpeed ZeRO-3 (eager kernels)"
     text: str
 
 
