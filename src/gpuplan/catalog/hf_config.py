@@ -38,9 +38,9 @@ def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int
 
 #: transformers' class defaults when a config omits num_key_value_heads / head_dim (None: the head count /
 #: hidden // heads). Checked against transformers 5.24.
-_KV_DEFAULT = {"mistral": 8, "mixtral": 8, "qwen2": 32, "qwen2_moe": 16, "qwen3": 32, "qwen3_moe": 4, "gemma": 16,
-               "gemma2": 4, "gemma3_text": 4, "stablelm": 32}
-_HEAD_DIM_DEFAULT = {"qwen3": 128, "gemma": 256, "gemma2": 256, "gemma3_text": 256}
+_KV_DEFAULT = {"llama4_text": 8, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen2_moe": 16, "qwen3": 32, "qwen3_moe": 4,
+               "gemma": 16, "gemma2": 4, "gemma3_text": 4, "stablelm": 32}
+_HEAD_DIM_DEFAULT = {"llama4_text": 128, "qwen3": 128, "gemma": 256, "gemma2": 256, "gemma3_text": 256}
 
 
 def _llama_like(r: _Reader, model_type: str, **overrides: Any) -> dict[str, Any]:
@@ -132,6 +132,27 @@ def _read_qwen3_moe(r: _Reader) -> dict[str, Any]:
     bias = bool(r.get("attention_bias", default=False))
     moe = _moe_fields(r, n, r.int("moe_intermediate_size"))
     return _llama_like(r, "qwen3_moe", qk_norm=True, qkv_bias=bias, o_bias=bias, moe=moe)
+
+
+def _read_llama4_text(r: _Reader) -> dict[str, Any]:
+    """Llama 4's text model (transformers Llama4ForCausalLM): MoE layers (`moe_layers`, else every
+    `interleave_moe_layer_step`-th) of routed experts of `intermediate_size` plus a shared expert of the same width
+    and a router without bias; the other layers a dense MLP of `intermediate_size_mlp`; QK norm without weights;
+    chunked attention (`attention_chunk_size`) on the RoPE layers, counted as a sliding window of the chunk."""
+    n = r.int("num_hidden_layers")
+    step = r.int("interleave_moe_layer_step", default=1, positive=True)
+    n_moe = sum(1 for i in set(r.ints("moe_layers", list(range(step - 1, n, step)))) if i < n)
+    ie = r.int("intermediate_size")
+    moe = MoE(num_experts=r.int("num_local_experts", default=16), experts_per_token=r.int("num_experts_per_tok",
+              default=1), expert_intermediate_size=ie, shared_intermediate_size=ie, moe_layers=n_moe) if n_moe else None
+    interval = r.int("no_rope_layer_interval", default=4, positive=True)
+    rope = r.ints("no_rope_layers", []) or [int((i + 1) % interval != 0) for i in range(n)]
+    chunk = r.get("attention_chunk_size", default=None)
+    chunked = sum(1 for v in rope[:n] if v) if chunk else 0
+    bias = bool(r.get("attention_bias", default=False))
+    return _llama_like(r, "llama4_text", intermediate_size=r.int("intermediate_size_mlp", default=16384), moe=moe,
+                       qkv_bias=bias, o_bias=bias, sliding_window=r.int("attention_chunk_size", positive=True)
+                       if chunked else None, sliding_window_layers=chunked)
 
 
 def _read_gemma(r: _Reader) -> dict[str, Any]:
@@ -369,7 +390,8 @@ def _read_resnet(r: _Reader) -> dict[str, Any]:
 
 
 READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
-    "llama": _read_llama, "mistral": _read_mistral, "mixtral": _read_mixtral, "qwen2": _read_qwen2,
+    "llama": _read_llama, "llama4_text": _read_llama4_text, "mistral": _read_mistral, "mixtral": _read_mixtral,
+    "qwen2": _read_qwen2,
     "qwen2_moe": _read_qwen2_moe, "qwen3": _read_qwen3, "qwen3_moe": _read_qwen3_moe, "gemma": _read_gemma,
     "gemma2": _read_gemma2, "gemma3_text": _read_gemma3_text, "phi": _read_phi, "phi3": _read_phi3,
     "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "falcon": _read_falcon, "bloom": _read_bloom, "mpt": _read_mpt,

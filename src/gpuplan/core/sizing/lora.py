@@ -64,11 +64,12 @@ def block_linears(arch: ModelArch) -> list[Linear]:
     if arch.moe is not None:
         m, e = arch.moe, arch.moe.moe_layers
         if arch.model_type != "qwen2_moe":  # qwen2_moe's router is not a plain Linear PEFT adapts
-            out.append(("gate", h, m.num_experts, e))
+            out.append(("router" if arch.model_type == "llama4_text" else "gate", h, m.num_experts, e))
         if m.shared_intermediate_size:
             s = m.shared_intermediate_size
-            out += [("gate_proj", h, s, e), ("up_proj", h, s, e), ("down_proj", s, h, e),
-                    ("shared_expert_gate", h, 1, e)]
+            out += [("gate_proj", h, s, e), ("up_proj", h, s, e), ("down_proj", s, h, e)]
+            if m.shared_expert_gate:
+                out.append(("shared_expert_gate", h, 1, e))
     if arch.pooler:  # bert: pooler dense, then the classifier
         out += [("dense", h, h, 1), ("classifier", h, arch.num_labels, 1)]
     elif arch.kind == "encoder":  # roberta's classification head: dense + out_proj
@@ -82,8 +83,8 @@ def _expert_adapters(arch: ModelArch, rank: int) -> int:
     """PEFT's adapters on fused 3-D expert weights: rank 2r per expert on the fused gate_up (r for each of
     gate and up), rank r on down."""
     m = arch.moe
-    if m is None or arch.model_type == "qwen2_moe":
-        return 0
+    if m is None or arch.model_type in ("qwen2_moe", "llama4_text"):  # llama4's experts are plain Parameters: PEFT's
+        return 0  # all-linear leaves them
     h, ie = arch.hidden_size, m.expert_intermediate_size
     return m.moe_layers * rank * m.num_experts * (2 * (h + 2 * ie) + (ie + h))
 
