@@ -126,6 +126,9 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
         if not regime.startswith("lora-fp32"):
             m = m.to(torch.bfloat16)
         targets = attention_targets(cfg) if regime.endswith("-attn") else "all-linear"
+        if cfg["model_type"] == "llama4_text" and targets == "all-linear":  # PEFT's LoRA on Llama4Router (a Linear
+            # that returns a tuple) fails in forward: the linears a run can adapt
+            targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
         m = get_peft_model(m, LoraConfig(r=rank, lora_alpha=16, target_modules=targets, lora_dropout=0.0))
     elif regime == "bf16":
         m = m.to(torch.bfloat16)

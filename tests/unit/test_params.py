@@ -92,3 +92,16 @@ def test_mpt_is_sized_with_its_own_measurements() -> None:
                           "workload": {"task": "lora", "micro_batch_size": 2, "sequence_length": 2048,
                                        "attention": "eager"}})
     assert eager.memory.activations_bytes == est.memory.activations_bytes  # sdpa runs as eager in MPT
+
+
+def test_llama4_scout_text_is_sized_with_its_own_measurements() -> None:
+    """Issue #30: Llama 4's text model. Scout's 17B active parameters (the model card's; its 109B total include the
+    vision encoder), every layer MoE with a shared expert; its activations are Llama 4's own rows, not llama's."""
+    from gpuplan import api
+
+    est = api.estimate({"name": "scout", "model": {"preset": "llama-4-scout-17b-16e"},
+                        "workload": {"task": "lora", "micro_batch_size": 1, "sequence_length": 4096,
+                                     "precision": "bf16", "gradient_checkpointing": True}})
+    assert est.model.parameters == 107_769_861_120
+    assert round(est.model.active_parameters / 1e9) == 17
+    assert not [n for n in est.notes if n.code == "activation-fallback"]
