@@ -1,5 +1,6 @@
-"""The table of docs/plan.md "Examples": each built-in example's recommendation with its one-line reason and
-evidence, from the current code and data (issue #13: what an experienced engineer would buy or rent, and why).
+"""The table of docs/plan.md "Examples": each built-in example's verdict as `gpuplan plan` prints it (its first
+line: the action and its cost), with its one-line reason and evidence, from the current code and data (issues #13
+and #27: what an experienced engineer would buy or rent, and why).
 
 The reason says what decided it: the objective's ranking against the runner-up (the next shown candidate on other
 hardware), then where it runs and why (the deployment choice's first reason).
@@ -59,7 +60,7 @@ def evidence(c: Candidate) -> str:
 def main() -> None:
     when = plan_date()  # $GPUPLAN_AS_OF, else today
     print(f"### Examples ({when})\n")
-    print("| example | objective | recommendation | what it costs; how long | why | evidence |")
+    print("| example | objective | verdict, as printed | what it costs; how long | why | evidence |")
     print("|---|---|---|---|---|---|")
     for name in example_names():
         result = plan(example_path(name), as_of=when)
@@ -67,7 +68,8 @@ def main() -> None:
         assert rec is not None
         d = rec.deployment
         where = f", {d.option} ({d.provider})" if d is not None else ""
-        print(f"| {name} | {result.objective} | {shape(rec)}{where} | {cost_text(rec)}; {time_text(rec)} | "
+        verdict = rec.action.text if rec.action is not None else f"{shape(rec)}{where}"
+        print(f"| {name} | {result.objective} | {verdict} | {cost_text(rec)}; {time_text(rec)} | "
               f"{reason(result)} | {evidence(rec)} |")
 
 

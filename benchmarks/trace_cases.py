@@ -142,5 +142,14 @@ def cases() -> list[Case]:
              micro_batch_size=8, sequence_length=2048, loss="chunked"),
         Case(name="qwen2.5-0.5b/4L inference fp32 b8 ctx32768", config=_config("qwen2.5-0.5b", 4), task="inference",
              batch_size=8, context_length=32768, weights_dtype="fp32"),
+        # issue 29: `engine: transformers` (Hugging Face generate()) as `gpuplan estimate` reports it, against the
+        # prefill of the real models at full depth, batch x context up to 8 x 32k (Mistral's sliding window makes its
+        # mask explicit beyond 4k tokens; the cache keeps every token whatever the window)
+        *[Case(name=f"{name} engine transformers b{b} ctx{ctx}", config=_config(name), task="inference",
+               batch_size=b, context_length=ctx, engine="transformers")
+          for name, shapes in (("mistral-7b", ((8, 32768), (1, 32768), (8, 4096))),
+                               ("llama-3-8b", ((8, 32768), (2, 8192))),
+                               ("qwen2.5-7b", ((8, 32768), (4, 16384))))
+          for b, ctx in shapes],
     ]
     return out

@@ -37,6 +37,10 @@ class Case(BaseModel):
     image_size: int | None = None
     #: standard | chunked (the tracer's torchtune-style chunked cross-entropy)
     loss: str = "standard"
+    #: inference: the engine the estimate follows (None: estimate_memory's prefill as the tracer runs it;
+    #: "transformers": the serving estimate of `workload.engine: transformers`, what `gpuplan estimate` reports for
+    #: Hugging Face generate(), with one output token: the prefill the tracer runs)
+    engine: str | None = None
 
 
 class Comparison(BaseModel):
@@ -71,6 +75,14 @@ def workload_of(case: Case) -> Workload:
 
 def estimate_case(case: Case):
     arch = arch_from_hf_config(case.config)
+    if case.engine is not None:
+        from gpuplan.catalog.serving import load_serving
+        from gpuplan.core.sizing.engine_memory import estimate_serving_memory
+        from gpuplan.core.sizing.engines import serving_for
+
+        w = workload_of(case).model_copy(update={"engine": case.engine, "output_tokens": 1})
+        return estimate_serving_memory(arch, count_params(arch), w, Layout(), 1, load_overheads(),
+                                       serving_for(load_serving(), w).engine)
     return estimate_memory(arch, count_params(arch), workload_of(case), Layout(), 1, load_activation_table(),
                            load_overheads())
 

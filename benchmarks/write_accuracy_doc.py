@@ -32,6 +32,10 @@ Known gaps, not in the supported matrix: LoRA on MoE experts (PEFT's per-expert 
 weights are not linear in the widths; the estimate warns), T5/mT5 with gradient checkpointing (approximate,
 warns), eager attention at very long sequences (coefficients fitted at 128-512 tokens; -9% at 8k tokens).
 
+The `engine transformers` rows run the serving estimate of `workload.engine: transformers`, what `gpuplan estimate`
+reports for Hugging Face `generate()`, on the real configs at full depth, batch x context up to 8 x 32k (issue
+#29); before it the only serving estimate was vLLM's (Mistral-7B at 8 x 32k: 18.9 GiB, against 76.5 GiB traced).
+
 """
 
 PUBLISHED = """

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
         UnknownNameError,
     )
     from gpuplan.schema.catalog import Catalog
-    from gpuplan.schema.plan import FitResult, PlanResult
+    from gpuplan.schema.fit import FitResult
+    from gpuplan.schema.plan import PlanResult
     from gpuplan.schema.project import Project
     from gpuplan.schema.result import EstimateResult
 
@@ -36,7 +37,7 @@ _SOURCES = {
     "Catalog": "gpuplan.schema.catalog",
     "CatalogError": "gpuplan.errors",
     "EstimateResult": "gpuplan.schema.result",
-    "FitResult": "gpuplan.schema.plan",
+    "FitResult": "gpuplan.schema.fit",
     "GpuplanError": "gpuplan.errors",
     "HubUnavailableError": "gpuplan.errors",
     "InfeasibleError": "gpuplan.errors",

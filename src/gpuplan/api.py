@@ -84,11 +84,11 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
                                   serving=_serving_data() if project.workload.task == "inference" else None)
 
 
-def _serving_data() -> Any:
-    """The serving engine's facts (data/serving.toml), for serving estimates."""
-    from gpuplan.catalog.serving import load_serving
+def _serving_data(w: Any = None) -> Any:
+    """The serving engine's facts (data/serving.toml), for serving estimates; with a workload, its engine's."""
+    from gpuplan.catalog.serving import load_serving, load_serving_for
 
-    return load_serving()
+    return load_serving() if w is None else load_serving_for(w)
 
 
 def _resolve(project: Project, base_dir: Path | None) -> Any:
@@ -302,7 +302,7 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
     head = headroom if headroom is not None else proj.constraints.memory_headroom
     usable = int(row.memory_gib * GIB * (1 - head))
     arch = _resolve(proj, base).arch
-    engine = _serving_data().engine if proj.workload.task == "inference" else None
+    engine = _serving_data(proj.workload).engine if proj.workload.task == "inference" else None
     if engine is not None:  # the engine's share of each GPU; no layout given: the one plan would pick
         from gpuplan.core.sizing.engine_memory import serving_layout, serving_usable
         from gpuplan.core.sizing.params import count_params
@@ -374,7 +374,7 @@ def _alternatives(project: Project, base: Path | None, catalog: Catalog, gpu_id:
     cannot hold is marked as needing hardware (more RAM), with what it needs."""
     from gpuplan.core.audit.checks import Alternative, on_machine
     from gpuplan.core.owned.tries import memory_tries
-    from gpuplan.core.owned.ways import RAM_USABLE_FRACTION, offload_host_bytes
+    from gpuplan.core.owned.ways import RAM_USABLE_FRACTION, mixed_full, offload_host_bytes
 
     out = []
     for t in memory_tries(project, n, layout, kind):
@@ -386,10 +386,10 @@ def _alternatives(project: Project, base: Path | None, catalog: Catalog, gpu_id:
         except GpuplanError:
             continue  # the change does not apply to this model (a layout its heads do not divide)
         change, hardware = t.change, t.needs_hardware
-        host = offload_host_bytes(ref, t.layout.offload) if t.layout.offload != "none" else 0
+        host = 0 if t.layout.offload == "none" else offload_host_bytes(ref, t.layout.offload, mixed_full(t.project))
         if host > ram_bytes * RAM_USABLE_FRACTION:
             change += f" (needs {fmt_ram_gb(host)} of host RAM; this machine has {fmt_ram_gb(ram_bytes)})"
             hardware = True
-        out.append(Alternative(change=change, needs_hardware=hardware, gpus=t.gpus,
-                               device_bytes=est.memory.device_bytes))
+        out.append(Alternative(change=change, needs_hardware=hardware, gpus=t.gpus, other_task="task" in
+                               t.workload_changes, device_bytes=est.memory.device_bytes))
     return out

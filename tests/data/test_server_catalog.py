@@ -38,7 +38,8 @@ WITHOUT_PLATFORM = {
     "v100-sxm2-32gb": "legacy HGX-1/2 boards are not catalogued",
     "mi250x-128gb": "MI250X OAM servers are not catalogued",
     "gaudi2-96gb": "Gaudi 2 HLS servers are not catalogued",
-    "rtx-3090-24gb": "a 3-slot consumer card; the tinybox ships RTX 4090s",
+    "h20-96gb": "HGX H20 servers (sold in China) are not catalogued: no system description in the stored material",
+    "gh200-96gb": "GH200 superchip servers are not catalogued: no datasheet in the stored material",
 }
 NIC_SPEEDS_GBPS = {25, 50, 100, 200, 400, 800}
 
@@ -296,3 +297,43 @@ def _with(kind: str, row_id: str, **changes: Any) -> dict[str, Any]:
 def test_validators_reject_impossible_rows(kind: str, row_id: str, changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         TABLES[kind][1].model_validate(_with(kind, row_id, **changes))
+
+
+def test_the_issue_28_gpus_have_their_platforms() -> None:
+    """A tower for the open-air RTX 3090/5090/PRO 6000 Workstation cards, an HGX B300 server, an 8-way MI355X UBB
+    server and the GB300 NVL72 rack (issue 28)."""
+    gpus = load_catalog().gpus.rows
+    for gid, form in [("rtx-3090-24gb", "tower"), ("rtx-5090-32gb", "tower"), ("rtx-pro-6000-ws-96gb", "tower"),
+                      ("rtx-pro-6000-maxq-96gb", "tower"), ("b300-288gb", "rackmount"),
+                      ("mi355x-288gb", "rackmount"), ("mi350x-288gb", "rackmount"), ("gb300-288gb", "rack-scale")]:
+        assert any(_hosts(p, gpus[gid]) and p.form == form for p in PLATFORMS.values()), gid
+    assert PLATFORMS["nvidia-gb300-nvl72"].cooling == "liquid" and PLATFORMS["nvidia-gb300-nvl72"].max_power_w
+
+
+def test_appliances_are_fixed_and_name_what_they_ship() -> None:
+    """Issue 28: DGX systems, NVL72 racks and the tinybox are sold as shipped; their shipped drives and NICs are
+    catalog rows, and a configurable chassis carries no shipped parts."""
+    catalog = load_catalog()
+    drives, nics = catalog.drives.rows, catalog.nics.rows
+    fixed = {p.id for p in PLATFORMS.values() if p.fixed}
+    assert {"nvidia-dgx-a100", "nvidia-dgx-h100", "nvidia-dgx-h200", "nvidia-dgx-b200", "nvidia-gb200-nvl72",
+            "nvidia-gb300-nvl72", "tinycorp-tinybox-green"} <= fixed
+    for p in PLATFORMS.values():
+        if not p.fixed:
+            assert p.shipped_ram_gb is None and p.shipped_drives is None and p.shipped_nics is None, p.id
+            continue
+        assert p.shipped_ram_gb and p.compatible_cpu_ids and len(p.compatible_cpu_ids) == 1, p.id
+        assert all(s.id in drives for s in p.shipped_drives or []), p.id
+        assert all(s.id in nics for s in p.shipped_nics or []), p.id
+    for pid in ("nvidia-dgx-h100", "nvidia-dgx-h200", "nvidia-dgx-b200"):  # the datasheets' 2 TB, 8 + 2 NICs, 8 drives
+        p = PLATFORMS[pid]
+        assert p.shipped_ram_gb == 2048 and p.shipped_nics and p.shipped_nics[0].count == 8
+        assert p.shipped_drives and p.shipped_drives[0].count == 8
+
+
+def test_a_shipped_part_on_a_configurable_chassis_is_refused() -> None:
+    row = PLATFORMS["dell-poweredge-xe9680"].model_dump()
+    with pytest.raises(ValueError, match="for fixed appliances"):
+        Platform.model_validate({**row, "shipped_ram_gb": 2048})
+    with pytest.raises(ValueError, match="needs shipped_ram_gb"):
+        Platform.model_validate({**PLATFORMS["nvidia-dgx-h100"].model_dump(), "shipped_ram_gb": None})

@@ -65,7 +65,8 @@ def test_row_ids_and_numbers(case):
     assert case["model"] in MODELS, f"unknown model preset {case['model']}"
     assert case["batching"] in ("static", "continuous")
     assert case["statistic"] in ("mean", "p50")
-    assert case["weights_dtype"] in ("bf16", "fp16", "fp8") and case["kv_cache_dtype"] in ("bf16", "fp16", "fp8")
+    assert case["weights_dtype"] in ("bf16", "fp16", "fp8", "nvfp4", "mxfp4")
+    assert case["kv_cache_dtype"] in ("bf16", "fp16", "fp8")
     for key in ("gpus", "tp", "pp", "prompt_tokens", "output_tokens"):
         assert isinstance(case[key], int) and case[key] > 0, key
     assert case["gpus"] % (case["tp"] * case["pp"]) == 0

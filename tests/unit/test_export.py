@@ -24,7 +24,7 @@ from gpuplan import api
 from gpuplan.catalog.loader import example_names, example_path, load_project
 from gpuplan.cli import export as export_command
 from gpuplan.core.export.common import FRAMEWORK_TARGETS
-from gpuplan.core.export.targets import FILENAMES, SKYPILOT_ACCELERATORS, TARGETS, export
+from gpuplan.core.export.targets import FILENAMES, SERVING_TARGETS, SKYPILOT_ACCELERATORS, TARGETS, export
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.schema.project import Project
@@ -465,7 +465,7 @@ def test_serving_exports_a_skyserve_service(name: str) -> None:
     assert task["envs"] == {"MODEL_ID": None}  # SkyPilot then requires --env MODEL_ID=...
 
 
-@pytest.mark.parametrize("target", [t for t in TARGETS if t != "skypilot"])
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "skypilot" and t not in SERVING_TARGETS])
 def test_serving_refuses_training_launchers(target: str) -> None:
     p, r = planned(SERVING[0])
     with pytest.raises(InputError, match="training launcher.*skypilot"):
@@ -516,7 +516,8 @@ def test_cli_out_never_overwrites_without_force(cli: Any, tmp_path: Path) -> Non
 
 def test_cli_out_folder_gets_the_suggested_name(cli: Any, tmp_path: Path) -> None:
     for target in TARGETS:
-        r = cli("--example", "vit-imagenet", "--to", target, "--out", str(tmp_path))
+        example = "llama3-70b-serving" if target in SERVING_TARGETS else "vit-imagenet"
+        r = cli("--example", example, "--to", target, "--out", str(tmp_path))
         assert r.exit_code == 0, r.output
         assert (tmp_path / FILENAMES[target]).exists()
     assert os.access(tmp_path / "torchrun.sh", os.X_OK)

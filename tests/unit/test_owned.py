@@ -76,8 +76,9 @@ def test_offload_is_checked_against_the_machines_ram(on_4090: PlanResult, mistra
     assert h is not None
     opt = next(w for w in h.ways if w.code == "zero-3-offload-optimizer")
     params = next(w for w in h.ways if w.code == "zero-3-offload-params")
-    # fp32 master weights and Adam moments (12 B) and gradients of 7.2 B parameters on the host: ~80 GB
-    assert 60 * GIB < opt.host_ram_bytes < 100 * GIB and params.host_ram_bytes > opt.host_ram_bytes
+    # fp32 master weights and Adam moments (12 B) and fp32 gradients (4 B) of 7.2 B parameters on the host: 16 B a
+    # parameter, DeepSpeed's own count for offload_optimizer (stage3.py estimate_zero3_model_states_mem_needs), ~108 GiB
+    assert 95 * GIB < opt.host_ram_bytes < 120 * GIB and params.host_ram_bytes > opt.host_ram_bytes
     assert opt.ram_ok and any("host RAM" in n for n in opt.notes)
     small = SERVER.read_text().replace("ram_gb: 256", "ram_gb: 64")
     machine = parse_server(__import__("yaml").safe_load(small), "small.yaml", builtin_catalog())

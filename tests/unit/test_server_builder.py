@@ -54,8 +54,12 @@ def test_h100_pretraining_node_is_an_hgx_box_like_a_dgx_h100():
     assert spec.ram_bytes >= 2 * 640 * GIB
     # one 400 Gb/s port per GPU (NVIDIA RA: NDR per GPU for Hopper) + a storage NIC
     nic = CATALOG.nics.rows[spec.nic_id]
-    assert nic.gbps_per_port == 400 and spec.nics == 8 + RULES.storage_nics_multi_node
-    assert spec.network_gbit_s == spec.nics * nic.total_gbps
+    if platform.fixed:  # the DGX H100 as shipped (issue 28): 8 x ConnectX-7 400G + 2 dual-port storage NICs
+        assert spec.platform_id == "nvidia-dgx-h100" and nic.gbps_per_port == 400 and spec.nics == 8
+        assert spec.network_gbit_s == 8 * 400 + 2 * 400 and spec.ram_bytes == 2048 * GIB
+    else:
+        assert nic.gbps_per_port == 400 and spec.nics == 8 + RULES.storage_nics_multi_node
+        assert spec.network_gbit_s == spec.nics * nic.total_gbps
     # ~10 kW, as the DGX H100 datasheet (10.2 kW); heat = W x 3.412
     assert 9_500 <= spec.power_w <= 11_000
     assert spec.cooling_btu_h == pytest.approx(spec.power_w * 3.412, rel=1e-12)
@@ -83,18 +87,21 @@ def test_dgx_vendor_maximum_power_is_used_when_higher():
     spec, _ = build(gpu_id="h100-sxm-80gb", gpus_per_server=8)
     assert spec is not None and spec.platform_id == "nvidia-dgx-h100"
     assert spec.power_w == 10_200
-    assert spec.psu_w == pytest.approx(10_200 * RULES.psu_headroom)
+    # a fixed appliance keeps its own six 3.3 kW supplies (issue 28), more than 10.2 kW x the rule's headroom
+    assert spec.psu_w == 19_800 and spec.psu_w >= 10_200 * RULES.psu_headroom
 
 
 def test_one_rtx_4090_qlora_experiment_is_a_tower():
-    # QLoRA of a 7-8B model on one GeForce card: the only platform built for open-air 4090s is a tower
-    # (tinybox); no add-in NIC, one PSU set (experiment), 128 GB RAM (its 8 DDR4 channels x 16 GB >= 2 x 24 GB).
+    # QLoRA of a 7-8B model on one GeForce card: the smallest tower that takes an open-air 4090 is the dual-GPU
+    # desktop tower (issue 28: not the 6-slot tinybox); no add-in NIC, one PSU set (experiment), 64 GB RAM (its 2
+    # DDR5 channels, the smallest fill >= 2 x 24 GB).
     spec, why = build(gpu_id="rtx-4090-24gb", gpus_per_server=1, dataset_bytes=2e10, checkpoint_bytes=2e8,
                       weights_bytes=5e9, data_read_bytes_per_s=5e6)
     assert why is None and spec is not None
     assert CATALOG.platforms.rows[spec.platform_id].form == "tower"
+    assert spec.platform_id == "arsenalpc-dual-gpu-tower" and spec.cpu_id == "ryzen-9-9950x"
     assert spec.nics == 0 and spec.nic_id is None
-    assert spec.ram_bytes == 128 * GIB
+    assert spec.ram_bytes == 64 * GIB
     assert spec.psu_w == pytest.approx(spec.power_w * RULES.psu_headroom)
     assert 800 <= spec.power_w <= 1_500
     assert not any("licence" in w for w in spec.warnings)  # an experiment: the licence warning is for production
@@ -112,7 +119,8 @@ def test_four_l40s_inference_in_production():
     assert any("N+N" in r for r in spec.reasons)
     assert any("tensor parallel 4 over PCIe" in w for w in spec.warnings)
     assert spec.ram_bytes >= 2 * 4 * 48 * GIB
-    assert spec.price is None  # no dated L40S price in the catalog
+    # the L40S retail price (issue 28) times the rest of the server (rule server_overhead_price_factor)
+    assert spec.price == pytest.approx(4 * 8000 * RULES.server_overhead_price_factor)
     experiment, _ = build(gpu_id="l40s-48gb", gpus_per_server=4, purpose="experiment", tensor_parallel=4,
                           dataset_bytes=0, checkpoint_bytes=1.4e11, weights_bytes=1.4e11)
     assert experiment is not None and experiment.psu_w < spec.psu_w
@@ -145,18 +153,23 @@ def test_sxm_boards_are_sold_full():
 
 def test_open_air_card_stays_out_of_servers():
     # RTX 5090: 575 W, 2-slot, open-air. The Dell XE7745 feeds 600 W 2-slot cards, but its airflow is for
-    # passive server cards.
+    # passive server cards: the 5090 goes into the dual-GPU tower (issue 28), and a count no tower holds has no
+    # server.
     spec, why = build(gpu_id="rtx-5090-32gb", gpus_per_server=1)
-    assert spec is None and why is not None and "open_air_listed_only" in why
+    assert why is None and spec is not None and spec.platform_id == "arsenalpc-dual-gpu-tower"
+    spec, why = build(gpu_id="rtx-5090-32gb", gpus_per_server=4)
+    assert spec is None and why is not None and "holds is 2 (arsenalpc-dual-gpu-tower)" in why
 
 
 def test_gb200_rack_takes_its_soldered_memory_and_liquid_cooling():
     # NVL72: 36 Grace x 480 GB LPDDR5X = 17,280 GB for 72 x 186 GB of HBM (1.3x). The rack cannot take the
-    # 2x rule's 26,784 GB, so the builder uses what it has and warns. 1,200 W GPUs are liquid-cooled.
+    # 2x rule's 26,784 GB: the rack is a fixed appliance (issue 28), so the builder keeps what it ships and notes it.
+    # 1,200 W GPUs are liquid-cooled.
     spec, _ = build(gpu_id="gb200-186gb", gpus_per_server=72, multi_node=True, data_read_bytes_per_s=1e9)
-    assert spec is not None and spec.platform_id == "nvidia-gb200-nvl72"
+    assert spec is not None and spec.platform_id == "nvidia-gb200-nvl72" and spec.fixed
     assert spec.ram_bytes == 17_280 * GIB
-    assert any("below" in w and "RAM" in w for w in spec.warnings)
+    assert any(r.startswith("RAM 17,280 GB, as shipped") and "note" in r for r in spec.reasons)
+    assert not any("RAM" in w for w in spec.warnings)
     assert spec.cooling == "liquid" and spec.rack_units is None
     assert 110_000 <= spec.power_w <= 150_000  # 120-140 kW in third-party summaries (research s10.7)
 
@@ -321,3 +334,35 @@ def test_the_search_record_is_server_needs_field_for_field():
         assert build_server(record, CATALOG, RULES) == build_server(validated, CATALOG, RULES)
         assert server_price(record, CATALOG, RULES) == server_price(validated, CATALOG, RULES)
         assert server_price(record, CATALOG, RULES)[0]
+
+
+# ------------------------------------------------------------------------------------------ appliances (issue 28)
+
+def test_a_dgx_b200_carries_what_it_ships_with():
+    # NVIDIA DGX B200 User Guide: 2 TB RAM, 8 x 3.84 TB U.2, 8 x ConnectX-7 400G + 2 x BlueField-3, 6 x 3.3 kW PSUs
+    spec, why = build(gpu_id="b200-180gb", gpus_per_server=8, multi_node=True, data_read_bytes_per_s=1e9)
+    assert why is None and spec is not None and spec.platform_id == "nvidia-dgx-b200" and spec.fixed
+    assert spec.ram_bytes == 2048 * GIB and spec.cpu_id == "xeon-platinum-8570"
+    assert spec.drives == 8 and spec.storage_bytes == int(8 * 3.84e12)
+    assert spec.nic_id == "nvidia-connectx-7-ndr" and spec.nics == 8
+    assert spec.network_gbit_s == 8 * 400 + 2 * 800
+    assert spec.psu_w == 19_800 and spec.power_w == 14_300
+    assert any(r.startswith("RAM 2,048 GB, as shipped") for r in spec.reasons)
+
+
+def test_a_dgx_h200_is_judged_with_a_note_never_rejected_for_its_ram():
+    # 2 TB against the 2x-VRAM rule's 2,256 GB (8 x 141 GB): the vendor's choice, noted, not a reason to pass it over
+    spec, why = build(gpu_id="h200-sxm-141gb", gpus_per_server=8, multi_node=True)
+    assert why is None and spec is not None
+    dgx, _ = build_server(needs(gpu_id="h200-sxm-141gb", gpus_per_server=8, multi_node=True),
+                          CATALOG.model_copy(update={"platforms": CATALOG.platforms.model_copy(update={"rows": {
+                              "nvidia-dgx-h200": CATALOG.platforms.rows["nvidia-dgx-h200"]}})}), RULES)
+    assert dgx is not None and dgx.fixed and dgx.ram_bytes == 2048 * GIB
+    assert any(r.startswith("RAM") and "note" in r and "not a reason to pass it over" in r for r in dgx.reasons)
+    assert not any("RAM" in w for w in dgx.warnings)
+
+
+def test_an_appliance_is_not_built_below_the_offload_the_project_needs():
+    # what the project itself cannot do without stays a hard limit: CPU offload above the shipped RAM
+    spec, why = build(gpu_id="rtx-4090-24gb", gpus_per_server=6, offload_bytes=500 * GIB)
+    assert spec is None and why is not None and "ships with 128 GB" in why

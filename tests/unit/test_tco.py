@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplan.core.cost.breakeven import breakeven, breakeven_within, cost_by_month, tie_tolerance
+from gpuplan.core.cost.breakeven import breakeven, breakeven_within, cost_by_month, tie_tolerance, worth
 from gpuplan.core.cost.inputs import Assumptions, Config, Usage
 from gpuplan.core.cost.tco import compare
-from gpuplan.schema.plan import Deployment
+from gpuplan.schema.plan import Deployment, GrowthStep
 from gpuplan.schema.prices import CloudPrice, HostingOffer
 
 D = datetime.date(2026, 9, 1)
@@ -256,3 +256,57 @@ def test_a_tie_at_the_start_does_not_turn_on_rounding(price: float, scale: float
     assert breakeven_within(cloud, own, months, asm) in (None, 0.0)
     if breakeven_within(cloud, own, months, asm) is not None:
         assert _scan(cloud, own, months, asm) == 0.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=st.tuples(money, st.floats(0, 1e6), money), b=st.tuples(money, st.floats(0, 1e6), money),
+       horizon=st.integers(2, 120), years=st.floats(0.5, 10), floor=st.floats(0.01, 0.9),
+       steps=st.lists(st.tuples(st.floats(0, 1), money, st.floats(0, 1e6), money), min_size=1, max_size=3),
+       on_b=st.booleans())
+def test_the_breakeven_with_growth_steps_is_the_scan_of_the_cost_curves(
+        a: tuple[float, float, float], b: tuple[float, float, float], horizon: int, years: float, floor: float,
+        steps: list[tuple[float, float, float, float]], on_b: bool) -> None:
+    """Servers added inside the horizon (issue #27's costed growth) make the cost curve step at their month, with a
+    depreciation of their own: the closed form must still give the scan's month, and the curve end at the total."""
+    asm = assumptions(depreciation_years=years, residual_value_fraction=floor)
+    grown = []
+    for frac, up, run, res in steps:
+        month = min(int(frac * horizon), horizon - 1)
+        left = horizon - month
+        residual = res * worth(left, asm) if res else 0.0
+        grown.append(GrowthStep(month=month, servers=1, upfront_cost=up, running_monthly=run, residual_value=residual,
+                                total_cost=up + run * left - residual))
+    own = _dep(a[0], a[1], max(a[2], 1.0))
+    other = _dep(b[0], b[1], b[2])
+    total = own.upfront_cost + own.running_monthly * horizon - own.residual_value + sum(s.total_cost for s in grown)
+    own = own.model_copy(update={"growth": grown, "total_cost": total})
+    if on_b:
+        own, other = other, own
+    for x, y in ((own, other), (other, own)):
+        assert breakeven_within(x, y, horizon, asm) == _scan(x, y, horizon, asm)
+    with_steps = own if own.growth else other
+    assert cost_by_month(with_steps, horizon, horizon, asm) == pytest.approx(with_steps.total_cost, rel=1e-9, abs=1e-6)
+
+
+def test_each_cloud_cost_says_its_price_group() -> None:
+    """Issue 28: the on-demand median of every provider class against a reserved median of hyperscalers only is not
+    a like-for-like comparison: each cloud option names its group (commitment, provider classes and counts), and a
+    reserved median above the all-provider on-demand median says the groups are not alike."""
+    rows = [CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper", tier="hyperscaler", price_per_gpu_hour=6.0,
+                       source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper", tier="hyperscaler", kind="reserved-1y",
+                       price_per_gpu_hour=4.5, source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Neo", price_per_gpu_hour=2.5, source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Vast", tier="marketplace", price_per_gpu_hour=2.0,
+                       source="t", as_of=D)]
+    use = Usage(horizon_months=12, production=True, serving=True, utilization=0.6, tokens_per_s=1000.0)
+    deps = {d.provider: d for d in compare(CFG, use, rows, [], assumptions(), "USD", ["cloud"])}
+    assert deps["cloud on-demand"].price_group == "on-demand: 1 hyperscaler, 1 GPU cloud, 1 marketplace"
+    reserved = deps["cloud reserved-1y"]
+    assert reserved.price_group == "reserved-1y: 1 hyperscaler"
+    # 4.5 reserved against the 2.5 median of all three on demand, and against the same provider's 6.0
+    assert any("not alike" in a for a in reserved.assumptions)
+    assert any("same provider(s) on demand: 6.00" in a and "saves 25%" in a for a in reserved.assumptions)
+    # a like-for-like group says nothing more
+    alike = compare(CFG, use, CLOUD, [], assumptions(), "USD", ["cloud"])
+    assert not any("not alike" in a for d in alike for a in d.assumptions)

@@ -91,6 +91,10 @@ def test_the_page_plans_the_default_example_as_the_api_does(page: Any, server: s
     project = link_project(page.url)
     assert project == example("llama3-8b-qlora")
     assert shown_recommendation(page) == api_recommendation(client, project)
+    # the heading says the action the plan supports (issue #27: it said "Get" a server the plan rents)
+    status, plan, _ = client.call("POST", "/api/plan", project)
+    verb = plan["recommendation"]["action"]["verb"]
+    assert page.locator("#summary h2").inner_text().startswith({"rent": "Rent ", "buy": "Buy "}[verb])
     frame = page.frame_locator("#report")
     assert frame.locator("h1").inner_text().endswith("llama3-8b-qlora")
     assert frame.locator("figure svg").count() == 4  # the report's figures, in the page
@@ -299,3 +303,19 @@ def test_the_serving_example_shows_its_latency_percentiles_against_the_objective
     assert rows[2][4] == "30 at p90"
     assert rows[0][4] == rows[1][4] == "none"
     assert "p50" in table.inner_text() and "p99" in table.inner_text()
+
+
+def test_the_pages_labels_follow_the_language(page: Any, server: str, client: Api) -> None:
+    """Issue #27: the report switched to French while the page's own labels stayed English."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.select_option("#lang", "fr")
+    assert page.locator("html").get_attribute("lang") == "fr"
+    assert page.locator("fieldset legend").first.inner_text() == "Projet"
+    assert page.locator("#plan-button").inner_text() == "Planifier"
+    status, plan, _ = client.call("POST", "/api/plan", link_project(page.url))
+    verb = plan["recommendation"]["action"]["verb"]
+    assert page.locator("#summary h2").inner_text().startswith({"rent": "Louer ", "buy": "Acheter "}[verb])
+    page.select_option("#lang", "en")
+    assert page.locator("fieldset legend").first.inner_text() == "Project"
+    assert page.locator("#plan-button").inner_text() == "Plan"

@@ -35,6 +35,7 @@ ACCELERATORS: dict[str, str] = {
     "A100-80GB": "a100-sxm-80gb",  # AWS p4de, GCP a2-ultragpu, Azure ND A100 v4 80GB, Lambda 8x: SXM4
     "A100-80GB-SXM": "a100-sxm-80gb",
     "A100-80GB-PCIE": "a100-pcie-80gb",
+    "A100-40GB-PCIE": "a100-pcie-40gb",
     "H100": "h100-sxm-80gb",  # AWS p5, GCP a3-highgpu, Azure ND H100 v5, Lambda: SXM5
     "H100-SXM": "h100-sxm-80gb",
     "H100-MEGA": "h100-sxm-80gb",  # GCP a3-megagpu: the same SXM5 GPU with more network
@@ -45,6 +46,11 @@ ACCELERATORS: dict[str, str] = {
     "H200-NVL": "h200-nvl-141gb",
     "B200": "b200-180gb",
     "GB200": "gb200-186gb",
+    "B300": "b300-288gb",  # HGX B300 (Blackwell Ultra)
+    "GB300": "gb300-288gb",
+    "GH200": "gh200-96gb",  # Lambda's 1x GH200: the 96 GB HBM3 superchip
+    "H20": "h20-96gb",
+    "L20": "l20-48gb",
     "L4": "l4-24gb",
     "L40": "l40-48gb",
     "L40S": "l40s-48gb",
@@ -55,6 +61,7 @@ ACCELERATORS: dict[str, str] = {
     "T4": "t4-16gb",
     "V100": "v100-sxm2-16gb",
     "V100-32GB": "v100-sxm2-32gb",
+    "V100-PCIE-32GB": "v100-pcie-32gb",
     "A6000": "rtx-a6000-48gb",
     "RTXA6000": "rtx-a6000-48gb",
     "RTX6000-ADA": "rtx-6000-ada-48gb",
@@ -64,9 +71,15 @@ ACCELERATORS: dict[str, str] = {
     "RTX5090": "rtx-5090-32gb",
     "RTXPRO6000": "rtx-pro-6000-server-96gb",
     "RTX-PRO-6000": "rtx-pro-6000-server-96gb",
+    "RTXPRO6000-WS": "rtx-pro-6000-ws-96gb",
+    "RTX-PRO-6000-WS": "rtx-pro-6000-ws-96gb",
+    "RTXPRO6000-MAXQ": "rtx-pro-6000-maxq-96gb",
+    "RTX-PRO-6000-MAXQ": "rtx-pro-6000-maxq-96gb",
     "MI250X": "mi250x-128gb",
     "MI300X": "mi300x-192gb",
     "MI325X": "mi325x-256gb",
+    "MI350X": "mi350x-288gb",
+    "MI355X": "mi355x-288gb",
     "GAUDI2": "gaudi2-96gb",
     "GAUDI3": "gaudi3-128gb",
 }
@@ -78,9 +91,9 @@ CLOUD_ACCELERATORS: dict[str, dict[str, str]] = {
 
 #: SkyPilot accelerators gpuplan has no catalog row for: skipped, not an error
 NOT_IN_CATALOG = re.compile(
-    r"^(K80|K520|M60|M4|P4|P40|P100|T4G|RADEON.*|INFERENTIA.*|TRAINIUM.*|TPU.*|GAUDI HL-205|GH200|A16|A2|"
+    r"^(K80|K520|M60|M4|P4|P40|P100|T4G|RADEON.*|INFERENTIA.*|TRAINIUM.*|TPU.*|GAUDI HL-205|A16|A2|"
     r"RTX.*4000.*|RTX.*2000.*|RTX.*5000.*|A4000|A4500|A5000|RTX3070|RTX3080.*|RTX4070.*|RTX4080.*|L40-.*|"
-    r"A100-40GB-PCIE|MI210|MI250|MI355X|MI350X|B300|GB300)$", re.IGNORECASE)
+    r"MI210|MI250)$", re.IGNORECASE)
 
 _DISPLAY = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "oci": "Oracle Cloud", "lambda": "Lambda",
             "runpod": "RunPod", "ibm": "IBM Cloud", "do": "DigitalOcean", "vast": "Vast.ai",

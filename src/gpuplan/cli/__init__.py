@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, serve, trace
+from gpuplan.cli import catalog, check, cost, estimate, export, fit, plan, prices, serve, trace
 from gpuplan.cli.common import Commands, broken_pipe, fail_internal, state
 from gpuplan.collector import command_of, for_command
 
@@ -28,7 +28,8 @@ def _main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks."
     state.debug = debug
 
 
-for _command in (estimate, plan, cost, trace, fit, catalog, export, check, serve):  # the order of `gpuplan --help`
+# the order of `gpuplan --help`
+for _command in (estimate, plan, cost, prices, trace, fit, catalog, export, check, serve):
     _command.register(app)
 del _command
 

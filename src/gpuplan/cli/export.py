@@ -28,13 +28,16 @@ class To(str, Enum):
     deepspeed = "deepspeed"
     torchrun = "torchrun"
     skypilot = "skypilot"
+    kserve = "kserve"
+    lws = "lws"
 
 
 def export_command(
     project: ProjectFile = None,
     to: Annotated[To | None, typer.Option("--to", help="Launcher to write (required): an Accelerate config, a "
                                                        "DeepSpeed config, a torchrun command line or a SkyPilot "
-                                                       "task.")] = None,
+                                                       "task; for serving, a SkyServe service, a KServe "
+                                                       "InferenceService or a LeaderWorkerSet.")] = None,
     example: Example = None,
     list_examples: ListExamples = False,
     candidate: Annotated[int, typer.Option(min=0, help="Which candidate of the plan: 0 is the recommendation, "

@@ -13,11 +13,13 @@ from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
 from gpuplan.core.cost.deployments import deploy, median_rent, pricing
+from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
 from gpuplan.core.search.ranking import budget_limit
 from gpuplan.core.search.traced import search_traced
 from gpuplan.core.server.builder import build_server, server_price
+from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.project import grow_arch
 from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
@@ -61,11 +63,11 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     )
     out: SearchOutput[Any] = (search_traced(inp, traced, obj) if traced is not None
                               else search(inp, obj, growth_top=top, top=top))
-    shown, over = _within_budget(project, out, bundle, currency, top, as_of)
+    shown, over = _within_budget(project, out, bundle, currency, top, as_of, _work(project, arch))
     if not shown:
         raise InfeasibleError(binding_constraint([*out.rejected, *over], project.workload.task))
     rejected = [*out.rejected, *over]
-    checklists = [build_checklist(project, c, catalog) for c in shown]
+    checklists = [build_checklist(project, c, catalog, _work(project, arch)) for c in shown]
     # the recommendation is the best candidate whose checklist fails nowhere (a hard limit it breaks is no
     # recommendation); the others stay listed in rank order
     best = next((i for i, cl in enumerate(checklists) if all(item.verdict != "fail" for item in cl)), None)
@@ -73,7 +75,8 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         raise InfeasibleError("every candidate fails the decision checklist: " + "; ".join(
             f"{shown[0].gpu_id}: {item.item}: {item.reasons[-1]}" for item in checklists[0] if item.verdict == "fail"))
     rec, checklist = shown[best], checklists[best]
-    faq = build_faq(project, rec, out.ranked, rejected, catalog, bundle.host_support, bundle.platform_needs)
+    faq = build_faq(project, rec, out.ranked, rejected, catalog, bundle.host_support, bundle.platform_needs,
+                    _work(project, arch))
     notes = list(inp.notes)
     for kind in ("gpu", "cpu", "platform", "drive", "nic"):
         for rid in catalog.table(kind).overridden():
@@ -103,14 +106,14 @@ def _shown_growth(out: SearchOutput[Any], shown: list[Candidate]) -> list[Growth
 
 
 def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, currency: str, top: int | None,
-                   as_of: datetime.date) -> tuple[list[Candidate], list[Rejected]]:
+                   as_of: datetime.date, work: float | None = None) -> tuple[list[Candidate], list[Rejected]]:
     """The first `top` ranked candidates (all when None) whose chosen deployment costs no more than goals.budget,
     each with its deployment options: the budget is checked against the very total the report shows. The
     candidates over it are returned as rejections."""
     budget, horizon = project.goals.budget, project.growth.horizon_months
     kept: list[Candidate] = []
     over: list[Rejected] = []
-    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion)
+    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion, work=work)
     for i, k in enumerate(out.ranked):
         c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
         c = deploy(prices, c)
@@ -126,6 +129,16 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
         if top and len(kept) >= top:
             break
     return kept, over
+
+
+def _work(project: Project, arch: ModelArch | None) -> float | None:
+    """A training run's compute over the horizon against one planned run: the model grown by growth.model_scale (its
+    parameters used per token, grown by whole layers) on growth.data_scale x the data; None (the scales' product)
+    when the model is known by its trace only."""
+    g = project.growth
+    if arch is None or project.workload.task == "inference":
+        return None
+    return training_work(count_params(arch).active, count_params(grow_arch(arch, g.model_scale)).active, g.data_scale)
 
 
 def binding_constraint(rejected: list[Rejected], task: str = "full-finetune") -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpuplan.core.cost.growth import grown_servers, serving_additions
 from gpuplan.core.search.ranking import Listed
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
@@ -13,6 +14,9 @@ from gpuplan.schema.project import Project
 from gpuplan.units import GIB, HOURS_PER_MONTH, fmt_money, fmt_ram_gb
 
 CHECKLIST = ("VRAM validated", "System synergy", "Growth plan", "Deployment decision", "Total cost")
+#: the most consumer cards a workstation holds (four double-width cards on a workstation board): beyond, "a consumer
+#: card" becomes a cluster of them
+CONSUMER_BOX_GPUS = 4
 
 
 def _gib(n: float) -> str:
@@ -62,11 +66,15 @@ def synergy_item(rec: Candidate | None) -> ChecklistItem:
     return ChecklistItem(item="System synergy", verdict=verdict, reasons=reasons)
 
 
-def growth_item(rec: Candidate | None, project: Project, catalog: Catalog) -> ChecklistItem:
+def growth_item(rec: Candidate | None, project: Project, catalog: Catalog, work: float | None = None) -> ChecklistItem:
+    """Whether the candidate holds the planned growth, and what growing takes: a service's grown load, the servers it
+    adds and when (priced in the deployments); a training run's grown model on the grown data, its time on the same
+    servers against the deadline (`work`: its compute against one planned run, core/cost/growth.training_work)."""
     g = project.growth
     if rec is None:
         return ChecklistItem(item="Growth plan", verdict="fail", reasons=["nothing fits today"])
     reasons = []
+    verdict = "pass" if rec.fits_with_growth else "fail"
     if g is None or (g.model_scale == 1 and g.data_scale == 1 and g.context_scale == 1 and g.users_scale == 1):
         reasons.append("the project plans no growth (growth.*): nothing is reserved for it")
     else:
@@ -74,16 +82,53 @@ def growth_item(rec: Candidate | None, project: Project, catalog: Catalog) -> Ch
                        f"users x{g.users_scale:g} over {g.horizon_months} months")
         reasons.append(f"memory after growth {_gib(rec.grown_device_bytes)} per GPU: "
                        + ("still fits" if rec.fits_with_growth else "does not fit"))
-        if rec.time_hours is not None and g.data_scale > 1:
-            reasons.append(f"time grows with the data: about {_duration(rec.time_hours * g.data_scale)} for "
-                           f"x{g.data_scale:g} data on the same servers")
+        if rec.inference is not None and g.users_scale > 1 and project.workload.task == "inference":
+            reasons.append(_serving_growth(rec, g.users_scale, g.horizon_months))
+        if rec.time_hours is not None and (g.data_scale > 1 or g.model_scale > 1):
+            factor = work if work is not None else max(1.0, g.model_scale) * max(1.0, g.data_scale)
+            line, late = _training_growth(rec.time_hours * factor, factor, g.model_scale, g.data_scale,
+                                          project.goals.deadline_days)
+            reasons.append(line)
+            if late and verdict == "pass":
+                verdict = "warn"
     platform = catalog.platforms.rows.get(rec.server.platform_id)
     if platform is not None:
         free = platform.gpu_slots - rec.gpus_per_server
+        how = "(more replicas behind the load balancer)" if rec.inference is not None else \
+            "(data parallel over the network)"
         reasons.append(f"{free} free GPU slot(s) in the {platform.name}" if free > 0 else
-                       f"{platform.name} full: grow by adding servers (data parallel over the network)")
-    verdict = "pass" if rec.fits_with_growth else "fail"
+                       f"{platform.name} full: grow by adding servers {how}")
     return ChecklistItem(item="Growth plan", verdict=verdict, reasons=reasons)
+
+
+def _serving_growth(rec: Candidate, users_scale: float, horizon: int) -> str:
+    """What a service's grown load needs: its requests/s, the servers, and when they are added (in the costs)."""
+    inf = rec.inference
+    assert inf is not None
+    rps = inf.requests_per_s * users_scale
+    need = grown_servers(inf, rec.layout, rec.gpus_per_server, rec.servers, users_scale)
+    adds = serving_additions(inf, rec.layout, rec.gpus_per_server, rec.servers, users_scale, horizon)
+    cap = inf.capacity_requests_per_s
+    head = (f"load after growth {rps:,.2f} requests/s (users x{users_scale:g}, reached at month {horizon}, linearly)"
+            + (f" against {cap:,.2f} within the objectives on the servers planned" if cap is not None else ""))
+    if not adds:
+        return head + ": the servers planned serve it"
+    when = ", ".join(f"+{k} from month {m}" for m, k in adds)
+    return head + f": {need} server(s) by then ({when}), priced in every deployment's total"
+
+
+def _training_growth(hours: float, factor: float, model_scale: float, data_scale: float,
+                     deadline_days: float | None) -> tuple[str, bool]:
+    """The grown run's line (its compute and time on the same servers, against the deadline) and whether it is late."""
+    what = " on ".join(x for x in (f"the model x{model_scale:g}" if model_scale > 1 else "",
+                                   f"x{data_scale:g} data" if data_scale > 1 else "") if x)
+    line = (f"the grown run ({what}): about {factor:,.1f}x one run's compute, {_duration(hours)} on the same servers; "
+            "its compute is in the costs")
+    late = deadline_days is not None and hours > deadline_days * 24
+    if late:
+        line += (f"; past the {deadline_days:g}-day deadline (goals.deadline_days): these servers stop sufficing at "
+                 "this growth; add servers (data parallel) before it, or plan for them now")
+    return line, late
 
 
 def cost_item(rec: Candidate | None, project: Project) -> ChecklistItem:
@@ -131,32 +176,38 @@ def deployment_item(rec: Candidate | None) -> ChecklistItem:
                          reasons=[f"{d.option} ({d.provider})", *d.reasons, *warnings])
 
 
-def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog) -> list[ChecklistItem]:
+def build_checklist(project: Project, rec: Candidate | None, catalog: Catalog,
+                    work: float | None = None) -> list[ChecklistItem]:
+    """The decision checklist for `rec`; `work`: a training run's compute over the horizon against one planned run
+    (core/cost/growth.training_work)."""
     return [
         vram_item(rec, project, catalog),
         synergy_item(rec),
-        growth_item(rec, project, catalog),
+        growth_item(rec, project, catalog, work),
         deployment_item(rec),
         cost_item(rec, project),
     ]
 
 
 def build_faq(project: Project, rec: Candidate | None, candidates: Sequence[Listed], rejected: list[Rejected],
-              catalog: Catalog, host_support: dict[str, str], platform_needs: dict[str, str]) -> list[FaqAnswer]:
-    """The usual questions (dedicated or cloud, multi-GPU, consumer card, host support), answered for the plan."""
-    out = [a for a in (_dedicated_or_cloud(project, rec), _multi_gpu(rec, candidates, rejected, catalog))
+              catalog: Catalog, host_support: dict[str, str], platform_needs: dict[str, str],
+              work: float | None = None) -> list[FaqAnswer]:
+    """The usual questions (dedicated or cloud, multi-GPU, consumer card, host support), answered for the plan.
+    `work`: a training run's compute over the horizon against one planned run (core/cost/growth.training_work)."""
+    out = [a for a in (_dedicated_or_cloud(project, rec, work), _multi_gpu(rec, candidates, rejected, catalog))
            if a is not None]
     out.append(_consumer_card(project, candidates, rejected, catalog))
     host = _host_support(project, rec, catalog, host_support, platform_needs)
     return out + ([host] if host is not None else [])
 
 
-def _dedicated_or_cloud(project: Project, rec: Candidate | None) -> FaqAnswer | None:
+def _dedicated_or_cloud(project: Project, rec: Candidate | None, work: float | None = None) -> FaqAnswer | None:
     training = project.workload.task != "inference"
     horizon_h = project.growth.horizon_months * HOURS_PER_MONTH
     # dedicated vs cloud: how busy the server would be
     if rec is not None and rec.time_hours is not None and training:
-        busy = rec.time_hours * project.growth.data_scale
+        g = project.growth  # the grown model on the grown data, as the costs count it
+        busy = rec.time_hours * (work if work is not None else max(1.0, g.model_scale) * max(1.0, g.data_scale))
         share = busy / horizon_h
         answer = ("cloud or rented GPUs for this run" if share < 0.3 else "a dedicated server")
         return FaqAnswer(
@@ -220,9 +271,18 @@ def _consumer_card(project: Project, candidates: Sequence[Listed], rejected: lis
                "accumulate, open-air coolers that throttle in dense builds, and a driver licence that excludes "
                "datacenter deployment"]
     if consumer:
-        best = consumer[0]
-        answer = (f"for experiments, yes: {best.gpus_per_server * best.servers} x {best.gpu_id}"
-                  + (f" in {_duration(best.time_hours)}" if best.time_hours else ""))
+        best = min(consumer, key=lambda c: (c.servers, c.gpus_per_server))  # the smallest consumer build that works
+        n = best.gpus_per_server * best.servers
+        took = f" in {_duration(best.time_hours)}" if best.time_hours else ""
+        if best.servers > 1 or best.gpus_per_server > CONSUMER_BOX_GPUS:
+            # more cards than a workstation holds: sharded over PCIe and a network, not what "a consumer card" means
+            answer = (f"not sensibly: it takes {n} x {best.gpu_id} ({best.servers} server(s) of "
+                      f"{best.gpus_per_server}{took}), sharded over PCIe and the network without NVLink")
+            if project.workload.task in ("full-finetune", "lora"):
+                reasons.append("QLoRA (workload.task: qlora) needs far less memory per GPU: plan it to see whether a "
+                               "workstation of consumer cards holds it")
+        else:
+            answer = f"for experiments, yes: {n} x {best.gpu_id}{took}"
         if production:
             answer += "; not for production"
     else:

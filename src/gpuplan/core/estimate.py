@@ -5,14 +5,17 @@ model and finds the GPU row; everything computed here is arithmetic over typed d
 from __future__ import annotations
 
 import datetime
+import math
 
 from gpuplan.core.sizing.engine_memory import (
     admitted_memory,
     engine_cap,
     estimate_serving_memory,
     serving_layout,
+    serving_start_bytes,
     serving_usable,
 )
+from gpuplan.core.sizing.engines import serving_for
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -30,11 +33,12 @@ from gpuplan.units import GIB
 
 #: workload keys that only mean something when serving (the load, its objectives, the engine's memory share)
 SERVING_ONLY = ("arrival_rate", "users", "think_time_s", "prompt_tokens_std", "output_tokens_std", "slo", "use_case",
-                "gpu_memory_utilization")
+                "gpu_memory_utilization", "engine")
 #: workload keys an estimate echoes only for serving, and only for training
 INFERENCE_KEYS = frozenset({"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
                             "prefill_tokens", "target_latency_s", "arrival_rate", "arrival", "users", "think_time_s",
-                            "prompt_tokens_std", "output_tokens_std", "slo", "use_case", "gpu_memory_utilization"})
+                            "prompt_tokens_std", "output_tokens_std", "slo", "use_case", "gpu_memory_utilization",
+                            "engine"})
 TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation", "micro_batch_size",
                            "global_batch_size", "sequence_length", "target_length", "gradient_checkpointing", "lora",
                            "tokens", "epochs", "tf32"})
@@ -113,6 +117,14 @@ def kv_notes(arch: ModelArch, w: Workload, holds: int | None, inf: InferenceSpee
                          "parallelism or a GPU with more memory to admit them")]
 
 
+def in_flight_requests(arch: ModelArch, w: Workload, inf: InferenceSpeed | None) -> int:
+    """The requests the load keeps in flight per replica (queued ones included): the batch for a fixed concurrency,
+    else the mean concurrency per replica the serving model finds (the batch when it has none: no GPU given)."""
+    if inf is None or inf.load == "batch_size" or inf.replicas < 1:
+        return max(resolve(arch, w).batch, 1)
+    return max(math.ceil(inf.concurrency / inf.replicas - 1e-9), 1)
+
+
 def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:
     """The workload as the estimate ran it: the keys of its task, with the model's defaults filled in."""
     r = resolve(arch, w)
@@ -137,6 +149,9 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     check_workload(arch, w)
     params = count_params(arch)
     serve = w.task == "inference" and serving is not None
+    if serve:  # the project's engine: its defaults in place of vLLM's (engines.serving_for)
+        assert serving is not None
+        serving = serving_for(serving, w)
     if serve and hw.gpus > 1 and hw.layout == Layout() and gpu is not None:
         assert serving is not None
         usable = serving_usable(int(gpu.memory_gib * GIB), w, serving.engine, project.constraints.memory_headroom)
@@ -169,6 +184,15 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
         notes += kv_notes(arch, w, holds, inference)
     gpu_bytes = int(gpu.memory_gib * GIB) if gpu else None
     mem_cap = engine_cap(gpu_bytes, w, serving.engine) if gpu_bytes is not None and serve and serving else gpu_bytes
+    out = memory_out(mem, mem_cap)
+    if serve:  # both serving figures: every request in flight held at once, and the least the engine starts on
+        assert serving is not None
+        in_flight = in_flight_requests(arch, w, inference)
+        full = estimate_serving_memory(arch, params, w.model_copy(update={"batch_size": in_flight}), hw.layout,
+                                       hw.gpus, overheads, serving.engine)
+        out = out.model_copy(update={
+            "in_flight_bytes": max(full.device_bytes, full.load_device_bytes), "in_flight_requests": in_flight,
+            "start_bytes": serving_start_bytes(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine)})
     return EstimateResult(
         project=project.name,
         model=ModelInfo(name=model_name, origin=origin, model_type=arch.model_type, parameters=params.total,
@@ -176,7 +200,7 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
                         as_of=as_of),
         workload=shown_workload(arch, w),
         hardware=HardwareInfo(gpu=gpu.id if gpu else None, gpus=hw.gpus, layout=mem.layout, gpu_memory_bytes=gpu_bytes),
-        memory=memory_out(mem, mem_cap), compute=compute, time=time, inference=inference, notes=notes,
+        memory=out, compute=compute, time=time, inference=inference, notes=notes,
     )
 
 

@@ -43,7 +43,7 @@ def action_of(c: Candidate, horizon_months: int) -> Action | None:
             cost, basis = chosen.cost_per_run, "per run"
         else:
             cost, basis = chosen.running_monthly, "per month"
-    text = f"{head}: {_costs(c, chosen, cost, basis, horizon_months)}"
+    text = f"{head}{_growth(chosen)}: {_costs(c, chosen, cost, basis, horizon_months)}"
     runner = _runner_up(c, chosen, horizon_months)
     if runner is not None:
         text += f"; {runner}"
@@ -62,6 +62,15 @@ def _rate(d: Deployment) -> str:
     kind = d.provider.removeprefix("cloud ")
     rate = f" at {d.price_per_gpu_hour:,.2f} {d.currency}/GPU-hour" if d.price_per_gpu_hour else ""
     return f"{KINDS.get(kind, kind)}{rate} (the median of"
+
+
+def _growth(d: Deployment) -> str:
+    """ ", and 1 more server from month 15 as the load grows" (the growth steps in its total), or nothing."""
+    if not d.growth:
+        return ""
+    steps = ", ".join(f"{st.servers} more from month {st.month}" for st in d.growth[:3])
+    more = f" and {len(d.growth) - 3} later steps" if len(d.growth) > 3 else ""
+    return f", and {steps}{more} as the load grows"
 
 
 def _costs(c: Candidate, d: Deployment, cost: float, basis: Basis, horizon: int) -> str:

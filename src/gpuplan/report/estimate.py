@@ -57,12 +57,20 @@ def render_text(result: EstimateResult, console: Console) -> None:
         if inf is not None and inf.max_num_seqs:
             share = result.workload.get("gpu_memory_utilization")
             engine = (f", of which the serving engine takes {share:.0%}" if isinstance(share, float)
+                      else ", of which generate() takes what it needs" if inf.engine == "transformers"
                       else ", of which the serving engine takes its gpu_memory_utilization")
             why = (f": the engine starts and its KV cache holds {inf.kv_cache_requests:,.1f} request(s) "
                    f"({inf.kv_cache_tokens:,} tokens)" if mem.fits else
                    ": the weights, workspace and CUDA graphs with one request's KV cache exceed the engine's share")
         lines.append(f"{hw.gpu}: {fmt_gib(hw.gpu_memory_bytes, 2)} per GPU{engine} → {verdict}{why} "
                      f"(headroom {fmt_gib(mem.headroom_bytes or 0, 2)}).")
+    if mem.in_flight_bytes is not None and mem.start_bytes is not None:
+        n = mem.in_flight_requests or 1
+        rest = ("a batch of one; the rest in later batches" if result.inference is not None
+                and result.inference.engine == "transformers" else "one request; the rest wait in its queue")
+        lines.append(f"Serving memory per GPU: {fmt_gib(mem.in_flight_bytes, 2)} holds the load's {n:,} request(s) "
+                     f"in flight at once, none queued; {fmt_gib(mem.start_bytes, 2)} is the least on which the engine "
+                     f"starts ({rest}).")
     lines += _speed_lines(result)
     for note in result.notes:
         lines.append(("[yellow]! [/yellow]" if note.severity == "warning" else "· ") + note.message)

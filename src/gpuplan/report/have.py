@@ -61,9 +61,9 @@ def _head(have: HaveResult) -> Text:
 
 def ways_table(have: HaveResult, details: bool) -> Table:
     t = Table(title="How it runs on your server (each re-estimated on its GPUs)", box=box.SIMPLE_HEAD,
-              title_justify="left")
-    for col in ("way", "GiB per GPU", "host RAM", "run", "in time", "recipe"):
-        t.add_column(col, justify="right" if col in ("GiB per GPU", "host RAM", "run") else "left",
+              title_justify="left", pad_edge=False, show_edge=False, padding=(0, 1))
+    for col in ("way", "GiB/GPU", "host RAM", "run", "in time", "recipe"):
+        t.add_column(col, justify="right" if col in ("GiB/GPU", "host RAM", "run") else "left",
                      no_wrap=col != "way", ratio=1 if col == "way" else None)
     shown = have.ways if details else have.ways[:WAYS_MAX]
     for w in shown:
@@ -78,7 +78,8 @@ def ways_table(have: HaveResult, details: bool) -> Table:
 
 
 def options_table(have: HaveResult, currency: str) -> Table:
-    t = Table(title="What to do, cheapest first", box=box.SIMPLE_HEAD, title_justify="left")
+    t = Table(title="What to do, cheapest first", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+              show_edge=False, padding=(0, 1))
     for col in ("", "option", "what", "cost", "time"):
         t.add_column(col, justify="right" if col in ("cost", "time") else "left", no_wrap=col != "what",
                      ratio=1 if col == "what" else None)

@@ -21,7 +21,8 @@ from gpuplan.report.common import (
 )
 from gpuplan.report.strict_json import dumps
 from gpuplan.report.terminal import render_text
-from gpuplan.schema.plan import FitResult, PlanResult
+from gpuplan.schema.fit import FitResult
+from gpuplan.schema.plan import PlanResult
 from gpuplan.units import fmt_gib
 
 

@@ -214,7 +214,21 @@ def _memory(console: Console, rec: Candidate, headroom: float) -> None:
         console.print(line)
 
 
-def _candidates(result: PlanResult, top: int) -> Table:
+#: below this many columns the tables leave out what the verdict and --details already say (the alternatives' score,
+#: the deployments' resale and break-even), so that a layout or a provider is never wrapped a letter a line
+WIDE = 100
+
+
+def _candidates(result: PlanResult, top: int, width: int = WIDE) -> Table:
+    """The alternatives; at full width without the score when the layouts need its room (a tensor and pipeline
+    parallel layout is wider than the column leaves), so that no layout wraps."""
+    table = _candidates_table(result, top, width, score=width >= WIDE)
+    if width >= WIDE and Console(width=4 * width).measure(table).maximum > width:  # its natural width
+        table = _candidates_table(result, top, width, score=False)
+    return table
+
+
+def _candidates_table(result: PlanResult, top: int, width: int, score: bool) -> Table:
     shown = result.candidates[:top]
     kept = max(result.stats.candidates_kept, len(result.candidates))
     thin = any(c.evidence is not None and not c.evidence.adequate for c in shown)
@@ -222,14 +236,21 @@ def _candidates(result: PlanResult, top: int) -> Table:
                     + ("; ? evidence not adequate, ranked last" if thin else "") + "; GPUs: per server × servers)",
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     cost_col = f"cost {result.currency}"
-    for col in ("", "GPU", "GPUs", "layout", "GiB/GPU", "time", cost_col, "score"):
-        t.add_column(col, justify="right" if col in ("GiB/GPU", "time", cost_col, "score") else "left",
-                     no_wrap=col != "layout", min_width=2 if not col else None)
+    wide = width >= WIDE
+    mem_col = "GiB/GPU" if wide else "GiB"
+    cost_col = cost_col if wide else result.currency
+    cols = ("", "GPU", "GPUs", "layout", mem_col, "time", cost_col) + (("score",) if score else ())
+    for col in cols:  # the layout alone may wrap, never a number
+        t.add_column(col, justify="right" if col in (mem_col, "time", cost_col, "score") else "left",
+                     no_wrap=col != "layout", min_width=2 if not col else None,
+                     overflow="fold" if col == "layout" else "ellipsis")
     for c in shown:
         mark = (("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
                 + ("?" if c.evidence is not None and not c.evidence.adequate else " "))
-        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", compact_layout_text(c.layout),
-                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), ranked_cost_text(c), f"{c.score:.3g}")
+        layout = compact_layout_text(c.layout)  # narrow: parts spaced, so that a line breaks between them
+        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout if wide else layout.replace("·", " "),
+                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), ranked_cost_text(c),
+                  *((f"{c.score:.3g}",) if score else ()))
     t.caption = ranked_cost_caption(result)
     t.caption_justify = "left"
     return t
@@ -243,18 +264,27 @@ def _breakeven(d: Deployment) -> str:
     return "; ".join(f"{w}: {', '.join(opts)}" for w, opts in when.items()) or "-"
 
 
-def _deployments(rec: Candidate) -> Table:
-    t = Table(title="Deployment costs (→ chosen)",
+def _deployments(rec: Candidate, width: int = WIDE) -> Table:
+    wide = width >= WIDE
+    t = Table(title="Deployment costs (→ chosen" + (")" if wide else "; more: --format md)"),
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    for col in ("option", "provider", *MONEY_COLUMNS, "cheaper than"):
+    money = MONEY_COLUMNS if wide else tuple(c for c in MONEY_COLUMNS if c != "resale")
+    for col in ("option", "provider", *money, *(("cheaper than",) if wide else ())):
         t.add_column(col, justify="right" if col in MONEY_COLUMNS else "left",
                      no_wrap=col not in ("provider", "cheaper than"))
     for d in rec.deployments:
-        t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, d.provider, *money_cells(d), _breakeven(d))
+        cells = money_cells(d)
+        t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, _provider(d),
+                  *(cells if wide else (cells[0], cells[1], cells[3])), *((_breakeven(d),) if wide else ()))
     gaps = rec.deployment.gaps if rec.deployment is not None else []
     if gaps:  # the options asked for that no price covers, under the table (a row would wrap a word a line)
         t.caption, t.caption_justify = "; ".join(gaps), "left"
     return t
+
+
+def _provider(d: Deployment) -> str:
+    """Who provides it, short: "cloud on-demand" -> "on-demand" (the option says cloud)."""
+    return d.provider.removeprefix("cloud ") if d.option == "cloud" else d.provider
 
 
 def summary_reason(item: ChecklistItem) -> str:
@@ -339,10 +369,10 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
     else:
         console.print(Text("No recommendation: no candidate meets the project.", style="bold red"))
     if result.candidates:
-        console.print(_candidates(result, top))
+        console.print(_candidates(result, top, console.width))
     if rec is not None:
         if rec.deployments:
-            console.print(_deployments(rec))
+            console.print(_deployments(rec, console.width))
         else:
             console.print("Deployment costs: no price list covers this configuration (add quotes with --prices).")
     if result.checklist:

@@ -17,8 +17,8 @@ MarketClass = Literal["datacenter", "workstation", "consumer"]
 FormFactor = Literal["sxm", "oam", "pcie", "superchip"]
 Cooling = Literal["passive", "blower", "open-air", "liquid"]
 #: architecture generation: drives the efficiency priors of the speed model (data/speed.toml)
-Generation = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "gaudi2",
-                     "gaudi3"]
+Generation = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4",
+                     "gaudi2", "gaudi3"]
 LinkKind = Literal["nvlink-switch", "nvlink-bridge", "infinity-fabric", "roce-on-die", "none"]
 MemoryType = Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7", "LPDDR5X"]
 
@@ -115,6 +115,8 @@ class Price(DataRow):
     source: str = Field(min_length=1)
     #: what the figure is: list price, street price, 8-GPU system price / 8 ...
     kind: str = Field(min_length=1)
+    #: whether the price is for a new card or a used/refurbished one (None: the source does not say; issue 28)
+    condition: Literal["new", "used", "refurbished"] | None = None
     #: the price in `currency`: set when gpuplan converts the catalog into a plan's currency
     #: (gpuplan.catalog.currency); a data file leaves both out, and the price is then `usd`, in USD
     amount: float | None = Field(None, gt=0)

@@ -14,6 +14,7 @@ from pydantic import (
 
 from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.estimate import Note
+from gpuplan.schema.fit import FitLimit, FitResult  # here before their own module: importers keep working
 from gpuplan.schema.framework import TrainingStack
 from gpuplan.schema.owned import HaveKind, HaveOption, HaveResult, HaveWay
 from gpuplan.schema.result import MemoryOut
@@ -78,6 +79,7 @@ class ServerSpec(_Out):
     cooling_btu_h: float
     cooling: str
     rack_units: int | None
+    fixed: bool = False  #: an appliance as the vendor ships it (CPU, RAM, drives, NICs: the vendor's; issue 28)
     #: purchase price estimate of the server (all servers of the candidate, the cluster network's share included), in
     #: `currency` (the plan's); None when a GPU price is not in the catalog
     price: float | None = None
@@ -86,6 +88,20 @@ class ServerSpec(_Out):
     price_usd: float | None = None
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+
+
+class GrowthStep(_Out):
+    """Servers added inside the horizon as the planned growth needs them (core/cost/growth.py), as one deployment
+    option gets them: from `month` on, `upfront_cost` then `running_monthly`, less `residual_value` at the horizon
+    (what owned servers fetch then)."""
+
+    month: int
+    servers: int
+    upfront_cost: float
+    running_monthly: float
+    residual_value: float = 0.0
+    #: what the step costs by the horizon: upfront + running x (horizon - month) - residual
+    total_cost: float
 
 
 class Deployment(_Out):
@@ -113,6 +129,10 @@ class Deployment(_Out):
     rented: str | None = None
     #: who quotes the price: the cloud providers whose median it is, the hosting provider (none for a purchase)
     providers: list[str] = Field(default_factory=list)
+    #: servers the planned growth adds inside the horizon, already in total_cost (the cost curve steps at each)
+    growth: list[GrowthStep] = Field(default_factory=list)
+    #: a cloud cost's price group: commitment and provider classes of its quotes ("reserved-1y: 2 hyperscaler")
+    price_group: str | None = None
     assumptions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -369,30 +389,6 @@ class PlanResult(_Out):
 
 
 __all__ = ["Action", "Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence",
-           "FaqAnswer", "GrowthRow", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult", "PlanStats",
-           "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "TrainingStack", "Verdict"]
-
-
-class FitLimit(_Out):
-    """The largest value of one setting that still fits, the others as the project gives them."""
-
-    setting: Literal["micro_batch_size", "sequence_length", "context_length", "batch_size", "model_scale"]
-    gradient_checkpointing: bool | None
-    #: None: not even the smallest value fits
-    largest: float | None
-    #: for model_scale: the parameters of the largest model
-    parameters: int | None = None
-    device_bytes_at_largest: int | None = None
-    note: str | None = None
-
-
-class FitResult(_Out):
-    project: str
-    gpu_id: str
-    gpus: int
-    layout: dict[str, int | str]
-    usable_bytes: int
-    limits: list[FitLimit]
-
-
+           "FaqAnswer", "GrowthRow", "GrowthStep", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult",
+           "PlanStats", "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "TrainingStack", "Verdict"]
 __all__ += ["FitLimit", "FitResult"]

@@ -27,7 +27,9 @@ Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
 Attention = Literal["sdpa", "eager", "flash"]
 Stack = Literal["tuned", "eager"]
-WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+#: nvfp4: NVIDIA's FP4 (E2M1) in blocks of 16 with an FP8 (E4M3) scale each; mxfp4: the OCP microscaling FP4,
+#: blocks of 32 with an 8-bit power-of-two (E8M0) scale each
+WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"]
 KvDtype = Literal["bf16", "fp16", "fp8"]
 Modality = Literal["text", "image", "audio", "video", "tabular"]
 Purpose = Literal["experiment", "production"]
@@ -42,6 +44,9 @@ Framework = Literal["hf-trainer", "torchtune", "axolotl", "unsloth", "litgpt", "
 Arrival = Literal["poisson", "constant"]
 UseCase = Literal["chat", "rag", "code-completion", "summarization", "batch"]
 SloPercentile = Literal[50, 90, 95, 99]
+#: the inference engine whose memory and scheduling an estimate follows (vllm: continuous batching, the default;
+#: transformers: Hugging Face generate(), the whole batch prefilled at once and a full KV cache per sequence)
+ServingEngine = Literal["vllm", "sglang", "tensorrt-llm", "transformers"]
 
 
 def _no_bool(value: Any) -> Any:
@@ -143,8 +148,8 @@ class Workload(_Section):
     batch_size: PositiveInt = Field(1, le=MAX_BATCH)
     context_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     output_tokens: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
-    #: inference: tokens prefilled in one forward pass (a serving engine's chunk, e.g. vLLM's
-    #: max_num_batched_tokens); default: the whole batch at once, as Hugging Face generate() does
+    #: inference: the engine's token budget per step (vLLM's max_num_batched_tokens); default the engine's own
+    #: (data/serving.toml); engine transformers prefills the whole batch at once and takes none
     prefill_tokens: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     weights_dtype: WeightsDtype | None = None
     kv_cache_dtype: KvDtype | None = None
@@ -165,6 +170,8 @@ class Workload(_Section):
     use_case: UseCase | None = None
     #: fraction of each GPU's memory the serving engine may take (vLLM's --gpu-memory-utilization, default 0.9)
     gpu_memory_utilization: Number | None = Field(None, gt=0, le=1)
+    #: inference: the engine whose memory and scheduling the estimate follows (None: vllm)
+    engine: ServingEngine | None = None
     #: training stack features (None: the framework's default, else off / standard). loss: chunked or fused
     #: cross-entropy never materialises the full fp32 logits
     loss: Loss | None = None

@@ -47,6 +47,13 @@ class MemoryOut(MemoryBreakdown):
     load_device_bytes: int | None = None
     fits: bool | None = None
     headroom_bytes: int | None = None
+    #: serving (None otherwise): the device memory per GPU the engine needs to hold every request the load keeps in
+    #: flight per replica (`in_flight_requests`) at once, none of them queued ...
+    in_flight_bytes: int | None = None
+    in_flight_requests: int | None = None
+    #: ... and the least on which it starts: weights, workspace, CUDA graphs, context and one request's KV cache (or
+    #: loading the checkpoint, if more). `fits` is the engine starting; the figures above are what it holds
+    start_bytes: int | None = None
 
 
 class EstimateResult(_Out):

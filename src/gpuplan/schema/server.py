@@ -11,9 +11,9 @@ import functools
 import re
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from gpuplan.schema.hardware import ID_PATTERN, CatalogRow, FormFactor, Price
+from gpuplan.schema.hardware import ID_PATTERN, CatalogRow, DataRow, FormFactor, Price
 
 CpuVendor = Literal["intel", "amd", "nvidia", "ampere"]
 CpuSegment = Literal["server", "workstation"]
@@ -89,8 +89,22 @@ class Cpu(CatalogRow):
         return self.memory_channels * self.memory_max_speed_mts * 8 / 1000
 
 
+class ShippedPart(DataRow):
+    """Parts a fixed appliance ships with: a drive or NIC catalog id and how many."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    id: str = Field(pattern=ID_PATTERN)
+    count: int = Field(gt=0, le=128)
+
+
 class Platform(CatalogRow):
-    """A GPU server you can buy (chassis, board, power and cooling), from a 1-socket tower to a rack."""
+    """A GPU server you can buy (chassis, board, power and cooling), from a 1-socket tower to a rack.
+
+    A `fixed` platform is an appliance sold as shipped (DGX, NVL72 racks, tinybox): its CPU (the one
+    `compatible_cpu_ids` entry), RAM (`shipped_ram_gb`), drives (`shipped_drives`) and NICs (`shipped_nics`) are
+    the vendor's, and the server builder takes them as they are and judges them against the balance rules with a
+    note; a configurable chassis (the default) is filled part by part by the rules."""
 
     #: maker, lowercase ("dell", "supermicro", "nvidia", "asus", "tinycorp")
     vendor: str = Field(pattern=r"^[a-z][a-z0-9\-]*$")
@@ -132,9 +146,27 @@ class Platform(CatalogRow):
     #: whole-system price as sold; `price_includes_gpus` says whether the GPUs are in it
     price: Price | None = None
     price_includes_gpus: bool = False
+    #: an appliance sold as shipped (issue 28): the parts below are the vendor's, not chosen by the rules
+    fixed: bool = False
+    #: system memory as shipped, GB (a fixed appliance; None: the rules choose it)
+    shipped_ram_gb: int | None = Field(None, gt=0)
+    #: data drives as shipped (drives.toml ids; boot drives not counted; None: the rules choose them)
+    shipped_drives: list[ShippedPart] | None = None
+    #: NICs as shipped (nics.toml ids), the compute NICs first; None: the rules choose them
+    shipped_nics: list[ShippedPart] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "Platform":
+        shipped = (self.shipped_ram_gb, self.shipped_drives, self.shipped_nics)
+        if any(x is not None for x in shipped) and not self.fixed:
+            raise ValueError("shipped_ram_gb, shipped_drives and shipped_nics are for fixed appliances (fixed = true)")
+        if self.fixed and (self.compatible_cpu_ids is None or len(self.compatible_cpu_ids) != 1):
+            raise ValueError("a fixed appliance names the one CPU it ships with in compatible_cpu_ids")
+        if self.fixed and self.shipped_ram_gb is None:
+            raise ValueError("a fixed appliance needs shipped_ram_gb")
+        if self.shipped_ram_gb is not None and self.memory_max_gb is not None and \
+                self.shipped_ram_gb > self.memory_max_gb:
+            raise ValueError(f"shipped_ram_gb {self.shipped_ram_gb} exceeds memory_max_gb {self.memory_max_gb}")
         if len(set(self.gpu_form_factors)) != len(self.gpu_form_factors):
             raise ValueError("gpu_form_factors lists a form factor twice")
         if self.form != "rack-scale" and self.form != "tower" and self.rack_units is None:
@@ -273,4 +305,4 @@ class Nic(CatalogRow):
         return self.pcie_lanes * PCIE_LANE_GBS[self.pcie_gen] * 8
 
 
-__all__ = ["Cpu", "Drive", "Nic", "Platform"]
+__all__ = ["Cpu", "Drive", "Nic", "Platform", "ShippedPart"]

@@ -79,6 +79,9 @@ class InferenceSpeed(_Frozen):
     capacity_bound: str | None = None
     #: replicas of this layout the project's load needs within the objectives, with the load headroom
     replicas_needed: int | None = None
+    #: the same before rounding up to whole replicas: linear in the load, so growth.users_scale x this is what the
+    #: grown load needs (core/cost/growth.py)
+    replica_demand: float | None = None
     objectives: Objectives | None = None
     #: whether the objectives hold at the load (None: no objectives)
     objectives_met: bool | None = None
@@ -93,6 +96,8 @@ class InferenceSpeed(_Frozen):
     #: the engine settings the figures assume (vLLM's defaults unless the project sets them)
     max_num_batched_tokens: int = 0
     max_num_seqs: int = 0
+    #: the engine the figures follow (workload.engine: vllm, or transformers for Hugging Face generate())
+    engine: str = "vllm"
     assumptions: list[str]
 
 
@@ -128,6 +133,12 @@ class EngineDefaults(_Frozen):
     #: XQA kernel: one thread block per query head), not once per group (vLLM's paged attention, FlashInfer, XQA);
     #: an engine's property, not a default: off unless a caller says so
     kv_read_per_query_head: bool = False
+    #: the engine these defaults are (workload.engine; data/serving.toml's [[engine]] rows change vLLM's)
+    id: str = "vllm"
+    #: a paged KV pool the engine preallocates and admits requests into, chunked prefill at a token budget, a
+    #: sliding window's cache capped at the window (vLLM, SGLang, TensorRT-LLM); False: Hugging Face generate(),
+    #: the whole batch prefilled at once, every prefilled token of every layer kept, no pool
+    paged: bool = True
 
 
 class AllReduceCost(_Frozen):
@@ -167,6 +178,22 @@ class UseCaseTemplate(_Frozen):
     as_of: datetime.date
 
 
+class EngineRow(_Frozen):
+    """An engine other than vLLM (data/serving.toml [[engine]]): what it sets differently from vLLM's defaults, each
+    row with its source. A key left out is vLLM's."""
+
+    id: Literal["sglang", "tensorrt-llm", "transformers"]
+    paged: bool | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    block_size_tokens: int | None = Field(None, gt=0)
+    cuda_graph_gib: float | None = Field(None, ge=0)
+    decode_kernel_s: float | None = Field(None, gt=0, lt=1e-3)
+    #: why gpuplan cannot model the engine yet (its facts sourced, its memory semantics not): refused with this
+    refused: str | None = None
+    source: str = Field(min_length=1)
+    as_of: datetime.date
+
+
 class ServingData(_Frozen):
     """data/serving.toml: the engine's defaults, the all-reduce costs by link, the use-case templates."""
 
@@ -174,7 +201,9 @@ class ServingData(_Frozen):
     allreduce: dict[str, AllReduceCost]
     use_cases: dict[str, UseCaseTemplate]
     sources: dict[str, str]
+    #: the other engines by id (workload.engine), each what it changes of `engine`
+    engines: dict[str, EngineRow] = Field(default_factory=dict)
 
 
-__all__ = ["AllReduceCost", "EngineDefaults", "InferenceSpeed", "Objectives", "Percentiles", "ServingData", "Span",
-           "UseCaseTemplate"]
+__all__ = ["AllReduceCost", "EngineDefaults", "EngineRow", "InferenceSpeed", "Objectives", "Percentiles", "ServingData",
+           "Span", "UseCaseTemplate"]

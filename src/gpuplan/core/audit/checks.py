@@ -51,6 +51,8 @@ class Alternative(_Frozen):
     device_bytes: int
     #: filled by `audit`: the result fits the machine's GPU with the headroom
     fits: bool | None = None
+    #: the change is another task than the project's (QLoRA for a full fine-tune): listed after the project's own
+    other_task: bool = False
 
 
 class AuditResult(_Frozen):
@@ -88,7 +90,7 @@ def audit(project: Project, machine: MachineSpec, est: EstimateResult, rules: Se
     change, fits = _change(j, vram, synergy, checks, alts, usable, catalog)
     return AuditResult(project=project.name, machine=machine, gpu=j.name, gpus=j.n, layout=est.hardware.layout,
                        device_bytes=j.dev, usable_bytes=usable, fits=fits,
-                       verdict=_verdict_line(j, vram, synergy, checks, usable),
+                       verdict=_verdict_line(j, vram, synergy, checks, usable, alts),
                        checklist=[vram, synergy, bottleneck, change], alternatives=alts, estimate=est,
                        notes=_notes(j) + list(machine.notes))
 
@@ -235,13 +237,16 @@ def _change(j: _Job, vram: ChecklistItem, synergy: ChecklistItem, checks: list[C
 
 
 def _verdict_line(j: _Job, vram: ChecklistItem, synergy: ChecklistItem, checks: list[Check],
-                  usable: int | None) -> str:
+                  usable: int | None, alts: Sequence[Alternative] = ()) -> str:
     """One line: "fits", "fits, with warnings: ...", "does not fit: ..."."""
     if not j.gpus:
         return f"does not fit: no GPU (the project needs {fmt_gib(j.dev)} per GPU)"
     if vram.verdict == "fail":
-        return (f"does not fit: needs {fmt_gib(j.dev)} per GPU, {j.name} offers {fmt_gib(usable or 0)} after the "
-                "headroom")
+        line = (f"does not fit: needs {fmt_gib(j.dev)} per GPU as written, {j.name} offers {fmt_gib(usable or 0)} "
+                "after the headroom")
+        same = next((a for a in alts if a.fits and not a.needs_hardware and not a.other_task), None)
+        return line + (f"; fits with {same.change} ({fmt_gib(same.device_bytes)} per GPU), the same task on this "
+                       "machine" if same is not None else "")
     if synergy.verdict == "fail":
         return "does not fit: " + "; ".join(c.text for c in checks if c.verdict == "fail")
     warned = [c.part for c in checks if c.verdict == "warn"]
@@ -288,7 +293,8 @@ def _memory_fixes(alts: Sequence[Alternative], dev: int, headroom: float, catalo
     """Changes that bring the job within the GPU's memory: software first, then more GPUs, then a larger GPU."""
     ok = [a for a in alts if a.fits]
     # every software change the estimate confirms (issue #13: not a fixed few), then the fewest more GPUs
-    out = [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if not a.needs_hardware]
+    out = [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if not a.needs_hardware
+           and not a.other_task]
     out += [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if a.needs_hardware][:1]
     if not ok and alts:
         best = min(alts, key=lambda a: a.device_bytes)
@@ -300,6 +306,7 @@ def _memory_fixes(alts: Sequence[Alternative], dev: int, headroom: float, catalo
     elif verdict == "fail":
         out.append(f"no catalog GPU holds {fmt_gib(dev / (1 - headroom))} alone: shard the model over more GPUs "
                    "(ZeRO-3)")
+    out += [f"{a.change}: {fmt_gib(a.device_bytes)} per GPU, fits" for a in ok if a.other_task]
     software = [a for a in alts if not a.needs_hardware and not a.fits and a.device_bytes < dev]
     if not any(not a.needs_hardware for a in ok) and software:
         best = min(software, key=lambda a: a.device_bytes)

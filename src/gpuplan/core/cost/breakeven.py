@@ -14,10 +14,16 @@ from gpuplan.units import HOURS_PER_MONTH
 
 def cost_by_month(d: Deployment, month: float, horizon: int, a: Assumptions) -> float:
     """What `d` has cost by `month` if it stopped there: upfront + running x month, less what owned hardware would
-    fetch then (straight-line depreciation to the residual fraction); at the horizon this is d.total_cost."""
+    fetch then (straight-line depreciation to the residual fraction), and the same for each growth step from its
+    month on (servers added inside the horizon); at the horizon this is d.total_cost."""
     cost = d.upfront_cost + d.running_monthly * month
     if d.residual_value:
         cost -= d.residual_value * worth(month, a) / worth(horizon, a)
+    for st in d.growth:
+        if month >= st.month:
+            cost += st.upfront_cost + st.running_monthly * (month - st.month)
+            if st.residual_value:
+                cost -= st.residual_value * worth(month - st.month, a) / worth(horizon - st.month, a)
     return cost
 
 
@@ -48,7 +54,7 @@ def breakeven_within(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assu
     In closed form: the difference of the two curves is linear in the month on either side of the month the
     depreciation reaches its floor, so on each side the tenths at which `a_dep` costs more are a run at one end;
     the crossing is solved for, and the tenths beside it are checked on the curves themselves."""
-    if not a_dep.residual_value and not b_dep.residual_value:
+    if not a_dep.residual_value and not b_dep.residual_value and not a_dep.growth and not b_dep.growth:
         m = breakeven(a_dep, b_dep)
         return m if m is not None and m <= horizon else None
 
@@ -60,14 +66,26 @@ def breakeven_within(a_dep: Deployment, b_dep: Deployment, horizon: int, a: Assu
     last = horizon * 10
     if dearer_at(last):
         return None
-    # tenths up to `knee` are on the straight line of the depreciation, the later ones on its floor
-    knee = math.floor(120 * a.get("depreciation_years"))
-    pieces = [(knee + 1, last), (0, knee)] if 0 <= knee < last else [(0, last)]
-    for lo, hi in pieces:  # the later side first: its last dearer tenth is the answer
+    for lo, hi in reversed(_pieces(a_dep, b_dep, last, a)):  # the later side first: its last dearer tenth is the answer
         k = _last_dearer(lo, hi, dearer_at, a_dep, b_dep, horizon, a)
         if k is not None:
             return (k + 1) / 10
     return 0.0
+
+
+def _pieces(a_dep: Deployment, b_dep: Deployment, last: int, a: Assumptions) -> list[tuple[int, int]]:
+    """The runs of tenths [lo, hi] up to `last` on which both cost curves are straight: tenths up to the knee are on
+    the line of the depreciation, the later ones on its floor; a growth step starts a run at its month (its upfront
+    is a jump there) and has its own knee."""
+    knee = math.floor(120 * a.get("depreciation_years"))
+    ends = {knee}
+    for st in (*a_dep.growth, *b_dep.growth):
+        ends |= {st.month * 10 - 1, st.month * 10 + knee}
+    pieces, lo = [], 0
+    for end in sorted(e for e in ends if 0 <= e < last):
+        pieces.append((lo, end))
+        lo = end + 1
+    return [*pieces, (lo, last)]
 
 
 def _last_dearer(lo: int, hi: int, dearer_at: Callable[[int], bool], a_dep: Deployment, b_dep: Deployment,

@@ -5,10 +5,10 @@ Pure: the date prices are judged stale against (the plan's `as_of`) is passed in
 from __future__ import annotations
 
 import datetime
-import math
 import statistics
 from dataclasses import dataclass
 
+from gpuplan.core.cost.growth import mean_load, serving_additions
 from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
 from gpuplan.core.cost.tco import choose, compare
@@ -62,12 +62,16 @@ class Pricing:
     currency: str
     #: how the amounts were converted into it (gpuplan.catalog.currency), cited in every deployment's assumptions
     conversion: str | None = None
+    #: training: the compute the horizon holds against one planned run, the grown model on the grown data
+    #: (core/cost/growth.training_work)
+    work: float = 1.0
 
 
 def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
-            conversion: str | None = None) -> Pricing:
+            conversion: str | None = None, work: float | None = None) -> Pricing:
     """The `Pricing` of a plan made on `as_of`, every amount in `currency` (the price book's, converted into the
-    plan's currency as `conversion` says)."""
+    plan's currency as `conversion` says). `work`: a training run's growth in compute over the horizon
+    (core/cost/growth.training_work; default growth.data_scale x growth.model_scale)."""
     cloud: dict[str, list[CloudPrice]] = {}
     hosting: dict[str, list[HostingOffer]] = {}
     old: dict[str, set[str]] = {}
@@ -79,9 +83,12 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
         hosting.setdefault(h.gpu_id, []).append(h)
         if is_stale(h.as_of, as_of):
             old.setdefault(h.gpu_id, set()).add(f"{h.id} ({h.as_of})")
-    stale = {gid: "prices older than 6 months: " + ", ".join(sorted(names))[:200] for gid, names in old.items()}
+    # every stale quote is named, none cut off (issue 28: no price older than six months without its age line)
+    stale = {gid: "prices older than 6 months: " + ", ".join(sorted(names)) for gid, names in old.items()}
+    g = proj.growth
     return Pricing(project=proj, assumptions=cost_assumptions(proj, book, currency), cloud=cloud, hosting=hosting,
-                   stale=stale, currency=currency, conversion=conversion)
+                   stale=stale, currency=currency, conversion=conversion,
+                   work=work if work is not None else max(1.0, g.model_scale) * max(1.0, g.data_scale))
 
 
 def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, currency: str, as_of: datetime.date,
@@ -102,13 +109,18 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
     util = assumptions.get("utilization")
     wall = c.time.wall_hours if c.time is not None else None
     if not serving and wall and dep.utilization is None:
-        # training: the planned run, repeated as the data grows (growth.data_scale), over the horizon
-        runs = max(1, math.ceil(proj.growth.data_scale))
-        util = min(1.0, runs * wall / (horizon * HOURS_PER_MONTH))
+        # training: the compute of the grown model on the grown data (growth.model_scale, data_scale: about their
+        # product in runs as planned), over the horizon
+        util = min(1.0, prices.work * wall / (horizon * HOURS_PER_MONTH))
+    scale = proj.growth.users_scale
+    additions = serving_additions(c.inference, c.layout, c.gpus_per_server, c.servers, scale, horizon) \
+        if serving else []
     use = Usage(horizon_months=horizon, production=proj.goals.purpose == "production", serving=serving,
                 utilization=util, run_hours=wall,
                 tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
-                storage_bytes=c.storage_need_bytes)
+                storage_bytes=c.storage_need_bytes, additions=tuple(additions),
+                load_mean=mean_load(scale) if serving else 1.0,
+                growth_note=f"users x{scale:g} by month {horizon}, linearly" if serving and scale > 1 else None)
     cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
                     power_w=c.server.power_w)
     deps = compare(cfg, use, prices.cloud.get(c.gpu_id, []), prices.hosting.get(c.gpu_id, []), assumptions,

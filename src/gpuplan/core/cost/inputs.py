@@ -23,6 +23,12 @@ class Usage(BaseModel):
     tokens_per_s: float | None = None
     #: bytes kept on cloud storage (dataset, checkpoints)
     storage_bytes: float = 0.0
+    #: serving: the servers the planned growth adds, (month, servers) in month order (core/cost/growth.py)
+    additions: tuple[tuple[int, int], ...] = ()
+    #: serving: the load over the horizon on average against the planned load (the tokens served grow with it)
+    load_mean: float = 1.0
+    #: how the growth is described in the deployments' assumptions
+    growth_note: str | None = None
 
 
 class Config(BaseModel):

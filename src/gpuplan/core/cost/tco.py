@@ -23,7 +23,7 @@ import statistics
 
 from gpuplan.core.cost.breakeven import breakeven_within, owning_breakeven_utilization, worth
 from gpuplan.core.cost.inputs import Assumptions, Config, Usage
-from gpuplan.schema.plan import Deployment, DeploymentChoice
+from gpuplan.schema.plan import Deployment, DeploymentChoice, GrowthStep
 from gpuplan.schema.prices import CloudPrice, HostingOffer
 from gpuplan.units import HOURS_PER_MONTH, fmt_money
 
@@ -127,13 +127,30 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         if billing:
             ass.append(billing)
+        group = price_group(kind, rows)
+        ass.insert(1, f"price group: {group}")
         if term:
             same = [p for p in on_demand if p.provider in providers]
             ass.append(_same_provider_on_demand(kind, rate, same, currency))
+            if on_demand and rate > statistics.median(p.price_per_gpu_hour for p in on_demand):
+                ass.append(f"the {kind} median is above the on-demand median of all providers "
+                           f"({price_group('on-demand', on_demand)}): the groups are not alike; compare the same "
+                           "providers on demand, above")
         out.append(Deployment(option="cloud", provider=f"cloud {kind}", monthly_cost=total / months, total_cost=total,
                               upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
-                              price_per_gpu_hour=rate, rented=f"{n} GPUs", providers=providers))
+                              price_per_gpu_hour=rate, rented=f"{n} GPUs", providers=providers, price_group=group))
     return out
+
+
+#: how a provider class reads in a plan (data/prices.toml `tier`)
+TIER_NAMES = {"hyperscaler": "hyperscaler", "specialist": "GPU cloud", "marketplace": "marketplace"}
+
+
+def price_group(kind: str, rows: list[CloudPrice]) -> str:
+    """The price group of a median (issue 28): its commitment and the provider classes of its quotes, with their
+    counts, hyperscalers first: "reserved-1y: 2 hyperscaler"."""
+    counts = {t: sum(1 for p in rows if p.tier == t) for t in TIER_NAMES}
+    return f"{kind}: " + ", ".join(f"{c} {TIER_NAMES[t]}" for t, c in counts.items() if c)
 
 
 def billed_hours(run_hours: float, rows: list[CloudPrice]) -> tuple[float, str | None]:
@@ -186,6 +203,8 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
         deps += _managed(cfg, use, hosting, currency)
     if "cloud" in options:
         deps += _cloud(cfg, use, cloud, currency, a)
+    if use.additions:
+        deps = [_grown(d, cfg, use, cloud, hosting, a, currency) for d in deps]
     deps.sort(key=lambda d: d.total_cost)
     best: dict[str, Deployment] = {}
     for d in deps:
@@ -208,6 +227,43 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
     return out
 
 
+def _grown(d: Deployment, cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[HostingOffer],
+           a: Assumptions, currency: str) -> Deployment:
+    """`d` with the servers the planned growth adds (`use.additions`), each got the same way as `d` from its month
+    to the horizon (cloud capacity reserved for a term longer than the months left: on demand), in its total."""
+    per_server = cfg.price / cfg.servers if cfg.price is not None else None
+    steps: list[GrowthStep] = []
+    fallbacks = 0
+    for month, k in use.additions:
+        sub_cfg = cfg.model_copy(update={"servers": k, "price": None if per_server is None else per_server * k})
+        sub_use = use.model_copy(update={"horizon_months": use.horizon_months - month, "additions": (),
+                                         "storage_bytes": 0.0})
+        way: Deployment | None
+        if d.option == "on-prem":
+            way = _on_prem(sub_cfg, sub_use, a, currency)
+        elif d.option == "managed":
+            way = next((x for x in _managed(sub_cfg, sub_use, hosting, currency) if x.provider == d.provider), None)
+        else:
+            ways = {x.provider: x for x in _cloud(sub_cfg, sub_use, cloud, currency, a)}
+            way = ways.get(d.provider)
+            if way is None and "cloud on-demand" in ways:
+                way, fallbacks = ways["cloud on-demand"], fallbacks + 1
+        if way is None:
+            return d.model_copy(update={"warnings": [*d.warnings, "the servers the planned growth adds are not "
+                                                     "priced this way (no quote for them): not in the total"]})
+        steps.append(GrowthStep(month=month, servers=k, upfront_cost=way.upfront_cost,
+                                running_monthly=way.running_monthly, residual_value=way.residual_value,
+                                total_cost=way.total_cost))
+    added = sum(st.total_cost for st in steps)
+    total = d.total_cost + added
+    note = (f"growth ({use.growth_note}): " if use.growth_note else "growth: ") + ", ".join(
+        f"+{st.servers} server(s) from month {st.month}" for st in steps) + f", {added:,.0f} {currency} in the total"
+    if fallbacks:
+        note += " (rented on demand where fewer months are left than the reservation's term)"
+    return d.model_copy(update={"growth": steps, "total_cost": total, "monthly_cost": total / use.horizon_months,
+                                "assumptions": [*d.assumptions, note]})
+
+
 def _per_unit(d: Deployment, use: Usage) -> dict[str, object]:
     """What `d` costs per training run, or per million tokens served at the planned load."""
     upd: dict[str, object] = {}
@@ -216,7 +272,7 @@ def _per_unit(d: Deployment, use: Usage) -> dict[str, object]:
         runs = max(months * HOURS_PER_MONTH * use.utilization / use.run_hours, 1.0)
         upd["cost_per_run"] = d.total_cost / runs
     if use.tokens_per_s:
-        tokens = use.tokens_per_s * 3600 * HOURS_PER_MONTH * months * use.utilization
+        tokens = use.tokens_per_s * 3600 * HOURS_PER_MONTH * months * use.utilization * use.load_mean
         upd["cost_per_million_tokens"] = d.total_cost / (tokens / 1e6) if tokens > 0 else None
     return upd
 
@@ -254,4 +310,4 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
                             monthly_cost=best.monthly_cost, currency=best.currency, reasons=reasons)
 
 
-__all__ = ["Assumptions", "Config", "Usage", "billed_hours", "choose", "compare"]
+__all__ = ["TIER_NAMES", "Assumptions", "Config", "Usage", "billed_hours", "choose", "compare", "price_group"]

@@ -15,13 +15,15 @@ from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project
 from gpuplan.units import fmt_gib
 
-Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot"]
+Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws"]
 TARGETS: tuple[str, ...] = get_args(Target)
+#: the targets that write serving manifests only (core/export/kubernetes.py)
+SERVING_TARGETS = ("kserve", "lws")
 FILENAMES = {"accelerate": "accelerate_config.yaml", "deepspeed": "ds_config.json", "torchrun": "torchrun.sh",
-             "skypilot": "skypilot.yaml"}
-#: the targets that launch each framework's own stack, where not all four do (issue #30): NeMo / Megatron-Core runs
-#: Megatron-LM's pretrain_gpt.py under torchrun; the others' launchers are not written yet, so every target is refused
-#: rather than written for a stack the plan did not time
+             "skypilot": "skypilot.yaml", "kserve": "kserve.yaml", "lws": "lws.yaml"}
+#: the training targets that launch each framework's own stack, where not all four do (issue #30): NeMo / Megatron-Core
+#: runs Megatron-LM's pretrain_gpt.py under torchrun; the others' launchers are not written yet, so every target is
+#: refused rather than written for a stack the plan did not time
 FRAMEWORK_TARGETS: dict[str, tuple[str, ...]] = {"nemo": ("torchrun", "skypilot"), "torchtitan": (), "torchtune": (),
                                                  "litgpt": (), "unsloth": ()}
 #: the training script each framework's torchrun line runs (default: the user's train.py with the Trainer's arguments)
@@ -129,11 +131,16 @@ def _scalar(v: Any) -> str:
 
 
 def to_yaml(d: dict[str, Any], indent: int = 0) -> str:
-    """Block YAML for nested dicts of scalars; multi-line strings as literal blocks."""
+    """Block YAML for nested dicts and lists of scalars and dicts; multi-line strings as literal blocks."""
     out = []
     pad = " " * indent
     for k, v in d.items():
-        if isinstance(v, dict):
+        if isinstance(v, list):
+            out.append(f"{pad}{k}:\n" if v else f"{pad}{k}: []\n")
+            for item in v:  # a dict item: its first line's indentation becomes the dash
+                out.append(f"{pad}- " + to_yaml(item, indent + 2)[indent + 2:] if isinstance(item, dict)
+                           else f"{pad}- {_scalar(item)}\n")
+        elif isinstance(v, dict):
             out.append(f"{pad}{k}:\n{to_yaml(v, indent + 2)}" if v else f"{pad}{k}: {{}}\n")
         elif isinstance(v, str) and "\n" in v:
             body = "".join(f"{pad}  {ln}\n" if ln else "\n" for ln in v.rstrip("\n").split("\n"))
@@ -143,5 +150,5 @@ def to_yaml(d: dict[str, Any], indent: int = 0) -> str:
     return "".join(out)
 
 
-__all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "SCRIPTS", "TARGETS", "Shape", "Target", "comment",
-           "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml"]
+__all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "SCRIPTS", "SERVING_TARGETS", "TARGETS", "Shape", "Target",
+           "comment", "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml"]

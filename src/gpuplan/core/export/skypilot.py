@@ -99,6 +99,9 @@ def render_skyserve(p: Project, c: Candidate, index: int, model_id: str | None) 
         args += ["--dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[dtype]]
     elif dtype == "fp8":
         args += ["--quantization", "fp8"]
+    elif dtype in ("nvfp4", "mxfp4"):  # vLLM reads the format from the checkpoint's quantization config
+        notes.append(f"{dtype} weights: set MODEL_ID to an {dtype.upper()} checkpoint (e.g. NVIDIA's ModelOpt *-FP4 "
+                     "models for nvfp4); vLLM takes the format from its config.")
     else:
         notes.append(f"{dtype} weights: set MODEL_ID to a {dtype}-quantized checkpoint (AWQ, GPTQ).")
     if w.kv_cache_dtype == "fp8":

@@ -20,11 +20,13 @@ from gpuplan.core.export.common import (
     FRAMEWORK_TARGETS,
     HEAD,
     PORT,
+    SERVING_TARGETS,
     TARGETS,
     Target,
     read_shape,
 )
 from gpuplan.core.export.deepspeed import render_deepspeed
+from gpuplan.core.export.kubernetes import render_kserve, render_lws
 from gpuplan.core.export.skypilot import (
     ROCM_GPUS,
     SKYPILOT_ACCELERATORS,
@@ -43,11 +45,14 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
     `model_id` (a Hugging Face id) names the model a served candidate loads."""
     if target not in TARGETS:
         raise InputError(["--to"], f"unknown target {target!r}", ", ".join(TARGETS))
+    if target in SERVING_TARGETS:
+        render_k8s = render_kserve if target == "kserve" else render_lws
+        return FILENAMES[target], render_k8s(project, candidate, index, model_id)
     if project.workload.task == "inference":
         if target != "skypilot":
             raise InputError(["--to"], f"project {project.name!r} serves a model (workload.task: inference) and "
                              f"--to {target} writes a training launcher", "skypilot (a SkyServe service running "
-                             "vLLM with the planned tensor parallelism and replicas)")
+                             "vLLM with the planned tensor parallelism and replicas), kserve, lws")
         return FILENAMES[target], render_skyserve(project, candidate, index, model_id)
     s = read_shape(candidate)
     allowed = FRAMEWORK_TARGETS.get(s.framework or "")
@@ -62,5 +67,5 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
     return FILENAMES[target], render[target](project, candidate, s, index)
 
 
-__all__ = ["ACCELERATE_PRECISION", "FILENAMES", "HEAD", "PORT", "ROCM_GPUS", "SKYPILOT_ACCELERATORS", "TARGETS",
-           "Target", "export"]
+__all__ = ["ACCELERATE_PRECISION", "FILENAMES", "HEAD", "PORT", "ROCM_GPUS", "SERVING_TARGETS", "SKYPILOT_ACCELERATORS",
+           "TARGETS", "Target", "export"]

@@ -58,6 +58,10 @@ def layout_tries(project: Project, n: int, layout: Layout) -> list[Try]:
     return out
 
 
+#: the QLoRA try's label: it answers another question than the project's (a different task, a different model)
+QLORA_INSTEAD = "QLoRA instead (a different task: a 4-bit frozen base with adapters)"
+
+
 def stack_tries(project: Project, n: int, layout: Layout) -> list[Try]:
     """The training stack's own memory savers: an 8-bit optimizer, pure bf16, both, half the sequence."""
     w = project.workload
@@ -92,11 +96,11 @@ def _training_tries(project: Project, n: int, layout: Layout, kind: str) -> list
                             global_batch_size=w.global_batch_size or w.micro_batch_size * n))
     zero = [t for t in layout_tries(project, n, layout) if t.code == "zero-3"]
     out += zero
-    if w.task in ("lora", "full-finetune") and kind not in ("cnn", "vit"):
-        out.append(_setting("qlora", "QLoRA: a 4-bit frozen base with adapters", project, n, layout, True,
-                            task="qlora"))
     out += stack_tries(project, n, layout)
     out += [t for t in layout_tries(project, n, layout) if t.code != "zero-3"]
+    if w.task in ("lora", "full-finetune") and kind not in ("cnn", "vit"):
+        # another task, not the project's: tried last, and said so
+        out.append(_setting("qlora", QLORA_INSTEAD, project, n, layout, True, task="qlora"))
     return out
 
 

@@ -71,12 +71,25 @@ def estimate_on(job: Job, project: Project, gpus: int, layout: Layout, row: Gpu 
         return None
 
 
-def offload_host_bytes(ref: EstimateResult, offload: str) -> int:
+def offload_host_bytes(ref: EstimateResult, offload: str, mixed: bool = False) -> int:
     """Host RAM a CPU offload holds, from the estimate of the same layout without it: the optimizer states and
-    gradients of the whole model (every GPU's shard), and the parameters too with offload=params."""
+    gradients of the whole model (every GPU's shard); with mixed precision (`mixed`: bf16-mixed, fp16-mixed
+    full training) the fp32 master weights, which go with the optimizer; with offload=params the 16-bit weights
+    too. DeepSpeed's own count (deepspeed/runtime/zero/stage3.py, estimate_zero3_model_states_mem_needs): 16
+    bytes per parameter with offload_optimizer, 18 with offload_param, before its 1.5 buffer factor."""
     m = ref.memory
-    per_gpu = m.optimizer_bytes + m.gradients_bytes + (m.weights_bytes if offload == "params" else 0)
+    per_gpu: float = m.optimizer_bytes + m.gradients_bytes
+    if mixed:
+        per_gpu += m.weights_bytes  # the fp32 master (what a mixed-precision estimate counts as the weights)
+    if offload == "params":
+        per_gpu += m.weights_bytes / 2 if mixed else m.weights_bytes
     return int(per_gpu * ref.hardware.gpus)
+
+
+def mixed_full(project: Project) -> bool:
+    """Whether the project trains every parameter in mixed precision (fp32 master weights beside a 16-bit copy)."""
+    w = project.workload
+    return w.task not in ("lora", "qlora", "inference") and w.precision in ("bf16-mixed", "fp16-mixed")
 
 
 def _host_ram(job: Job, t: Try) -> tuple[int, list[str]]:
@@ -87,7 +100,7 @@ def _host_ram(job: Job, t: Try) -> tuple[int, list[str]]:
     ref = estimate_on(job, t.project, t.gpus, t.layout.model_copy(update={"offload": "none"}))
     if ref is None:
         return 0, []
-    need = offload_host_bytes(ref, t.layout.offload)
+    need = offload_host_bytes(ref, t.layout.offload, mixed_full(t.project))
     have = job.machine.ram_bytes * RAM_USABLE_FRACTION
     what = "optimizer states, gradients and parameters" if t.layout.offload == "params" else \
         "optimizer states and gradients"

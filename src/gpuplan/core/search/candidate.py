@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
 from gpuplan.core.server.common import Needs
-from gpuplan.core.sizing.engine_memory import admitted_memory, engine_cap, serving_start_bytes
+from gpuplan.core.sizing.engine_memory import (
+    admitted_memory,
+    engine_cap,
+    estimate_serving_memory,
+    serving_start_bytes,
+)
 from gpuplan.core.sizing.frameworks import stack_text
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
@@ -238,10 +243,12 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     """The full Candidate of a kept pick: its memory breakdown, its speed with ranges, and the reasons."""
     c, gpu = k.config, k.gpu
     lay, w = c.layout, c.workload
-    start = None
+    start = in_flight = None
     if ctx.engine is not None and not ctx.training:  # what the engine holds at the load within its usable share
         mem = admitted_memory(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine, k.usable)[0]
         start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
+        full = estimate_serving_memory(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
+        in_flight = max(full.device_bytes, full.load_device_bytes)  # every request per replica held, none queued
     else:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)
@@ -278,10 +285,14 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     price, rent, cost, basis = k.price, k.rent, k.cost, k.cost_basis
     server = ctx.build_server(k.needs)[0]  # the server `pick` priced, with every figure and reason line
     assert server is not None, "the full build of a server that server_price built"
+    memory = memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training
+                        else k.cap)
+    if start is not None:
+        memory = memory.model_copy(update={"in_flight_bytes": in_flight, "in_flight_requests": w.batch_size,
+                                           "start_bytes": start})
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,
-        memory=memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training
-                          else k.cap), time=time, inference=k.inference.inference if k.inference else None,
+        memory=memory, time=time, inference=k.inference.inference if k.inference else None,
         server=server, fits=(mem.device_bytes if start is None else start) <= k.usable,
         fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,

@@ -12,6 +12,7 @@ Time: O(GPU types x server shapes x a constant), linear in the catalog.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import islice
 from operator import attrgetter
 from typing import NamedTuple
@@ -32,6 +33,7 @@ from gpuplan.core.search.shapes import (
 )
 from gpuplan.core.search.training import GrownModel, GrownModels, TrainingSpace
 from gpuplan.core.sizing.engine_memory import serving_usable
+from gpuplan.core.sizing.engines import serving_for
 from gpuplan.core.sizing.lora import lora_params
 from gpuplan.core.sizing.memory import MemoryCache, estimate_memory
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -98,6 +100,8 @@ class _Search:
         self.w_grown = grown_workload(w, proj, arch)
         self.headroom = memory_headroom(proj)
         self.rejected: list[Rejected] = []
+        if inp.serving is not None and not self.training:  # the project's engine in place of vLLM's
+            inp = self.inp = replace(inp, serving=serving_for(inp.serving, w))
         self.gpus = allowed_gpus(proj, inp.catalog, self.rejected)
         self.slots = slots_by_form(inp.catalog)
         self.gbs = global_batch(proj)[0]

@@ -16,6 +16,8 @@ Choices, in order:
 * RAM: every memory channel filled alike (1, then 2 DIMMs per channel), the smallest total that meets
   max(ratio x VRAM, offload + page cache); soldered memory (dimm_slots = 0) is what the CPUs carry.
 * NVMe: the fewest drives that hold dataset + kept checkpoints + scratch and read fast enough.
+* A fixed appliance (`Platform.fixed`: DGX, NVL72 racks, tinybox) keeps the vendor's CPU, RAM, drives, NICs and
+  PSUs (core/server/appliance.py): each is judged against the rules with a note, never a reason to pass it over.
 
 Two passes: the search asks only whether a server is built and its price (`server_price`: the same choices, no
 spec made, no line written), and the full build, with every line, is made for the candidates that are shown;
@@ -30,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuplan.core.server.appliance import shipped_cpu, shipped_drives, shipped_nics, shipped_psu, shipped_ram
 from gpuplan.core.server.common import Build, traits
 from gpuplan.core.server.parts import Shelf
 from gpuplan.core.server.steps import (
@@ -227,19 +230,27 @@ def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rule
         platform_line(p, g, needs, pos, skipped, b)
     if not shelf.cpus[p.id]:
         return None, "no CPU in the catalog fits it (compatible_cpu_ids / cpu_vendors)"
-    cpu = cpu_step(shelf, p, needs, rules, b)
-    ram = ram_step(shelf, p, g, cpu, needs, rules, b)
+    # a fixed appliance (issue 28) keeps the vendor's CPU, RAM, drives, NICs and PSUs, each judged with a note
+    cpu = shipped_cpu(shelf, p, needs, rules, b) if p.fixed else cpu_step(shelf, p, needs, rules, b)
+    ram = shipped_ram(p, g, needs, rules, b) if p.fixed else ram_step(shelf, p, g, cpu, needs, rules, b)
     if isinstance(ram, str):
         return None, ram
     ram_gb, dimms = ram
-    drive, k, storage_b, read_gbs = nvme_step(shelf, p, needs, rules, b)
-    nic, nics = network_step(shelf, p, g, needs, rules, b)
-    net_gbps = float(nics * nic.total_gbps) if nic else 0.0
+    drives = shipped_drives(shelf, p, needs, rules, b) if p.fixed else None
+    drive, k, storage_b, read_gbs = drives if drives is not None else nvme_step(shelf, p, needs, rules, b)
+    shipped = shipped_nics(shelf, p, g, needs, rules, b) if p.fixed else None
+    if shipped is not None:
+        nic, nics, net_gbps = shipped
+    else:
+        nic, nics = network_step(shelf, p, g, needs, rules, b)
+        net_gbps = float(nics * nic.total_gbps) if nic else 0.0
     need_lanes = avail = 0
     if spec:  # the lanes and the cooling are figures of the spec alone (no shortfall of theirs is hard)
         need_lanes, avail = lanes_step(shelf, p, g, n, cpu, drive, k, nic, nics, b)
     power = power_step(p, g, n, cpu, dimms, k, nics, rules, b)
     psu, psu_short = psu_step(p, power, needs.purpose, rules, b)
+    if p.fixed:
+        psu, psu_short = shipped_psu(p, power, psu, psu_short, b), None
     if psu_short is not None:
         return None, psu_short
     if not spec:
@@ -255,7 +266,7 @@ def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rule
                      drive_id=drive.id, drives=k, storage_read_gb_s=read_gbs, nic_id=nic.id if nic else None,
                      nics=nics, network_gbit_s=net_gbps, pcie_lanes_needed=need_lanes, pcie_lanes_available=avail,
                      power_w=power, psu_w=psu, cooling_btu_h=btu, cooling=cooling, rack_units=p.rack_units,
-                     price=price, currency=currency, reasons=b.reasons, warnings=b.warnings)
+                     fixed=p.fixed, price=price, currency=currency, reasons=b.reasons, warnings=b.warnings)
     return out, b.shortfall
 
 

@@ -198,15 +198,19 @@ def power_step(p: Platform, g: Gpu, n: int, cpu: Cpu, dimms: int, k: int, nics: 
     s = p.cpu_sockets
     parts = (n * g.tdp_w + s * cpu.tdp_w + dimms * rules.dimm_w + k * rules.drive_w + nics * rules.nic_w)
     power = parts * (1 + rules.chassis_overhead_fraction)
+    # the vendor's maximum when the box is full and above the estimate; always for an appliance as shipped
+    full = p.max_power_w is not None and n == p.gpu_slots and (p.max_power_w > power or p.fixed)
     if not b.text:
-        full = p.max_power_w is not None and n == p.gpu_slots and p.max_power_w > power
         return float(p.max_power_w) if full and p.max_power_w is not None else power
     text = (f"Power {fmt(power)} W: ({n} x {g.tdp_w:g} W GPUs + {s} x {cpu.tdp_w} W CPUs + {dimms} DIMMs x "
             f"{rules.dimm_w:g} W + {k} drives x {rules.drive_w:g} W + {nics} NICs x {rules.nic_w:g} W = "
             f"{fmt(parts)} W) x {1 + rules.chassis_overhead_fraction:g} (rule chassis_overhead_fraction)")
-    if p.max_power_w is not None and n == p.gpu_slots and p.max_power_w > power:
+    if full and p.max_power_w is not None:
+        higher = "is higher and " if p.max_power_w > power else ""
         power = float(p.max_power_w)
-        text += f"; the vendor's maximum, {fmt(power)} W (platform max_power_w), is higher and is used"
+        text += f"; the vendor's maximum for the appliance as shipped, {fmt(power)} W (platform max_power_w), " \
+            f"{higher}is used" if p.fixed else f"; the vendor's maximum, {fmt(power)} W (platform max_power_w), is " \
+            "higher and is used"
     elif p.max_power_w is not None:
         text += f"; vendor maximum {fmt(p.max_power_w)} W (platform max_power_w)"
     b.reasons.append(text)

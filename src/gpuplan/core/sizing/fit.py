@@ -10,8 +10,8 @@ from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.project import grow_arch
 from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.fit import FitLimit
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import FitLimit
 from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.serving import EngineDefaults
 

@@ -31,6 +31,8 @@ def span(v: float, sm: SpeedModel, *, speed: bool = False) -> Span:
 def precision_class(precision: str) -> str:
     if precision == "fp32":
         return "fp32"
+    if precision == "fp4":  # serving FP4 weights on FP4 tensor cores (Blackwell)
+        return "fp4"
     return "fp8" if precision.startswith("fp8") else "16bit"
 
 
@@ -43,6 +45,8 @@ def peak_flops(gpu: Gpu, precision: str, tf32: bool = False) -> float:
         return (t.tf32 if tf32 and t.tf32 else t.fp32) * 1e12
     if cls == "fp8" and t.fp8:
         return t.fp8 * 1e12
+    if cls == "fp4" and t.fp4:
+        return t.fp4 * 1e12
     if precision.startswith("bf16") and t.bf16:
         return t.bf16 * 1e12
     return t.fp16 * 1e12
@@ -50,7 +54,8 @@ def peak_flops(gpu: Gpu, precision: str, tf32: bool = False) -> float:
 
 def base_efficiency(gen: GenerationEfficiency, precision: str) -> float:
     cls = precision_class(precision)
-    return gen.matmul_fp32 if cls == "fp32" else (gen.matmul_fp8 if cls == "fp8" else gen.matmul_16bit)
+    # FP4 matmuls: no published run calibrates them; taken at the fp8 efficiency of the generation (an assumption)
+    return gen.matmul_fp32 if cls == "fp32" else (gen.matmul_fp8 if cls in ("fp8", "fp4") else gen.matmul_16bit)
 
 
 def matmul_efficiency(gen: GenerationEfficiency, sm: SpeedModel, precision: str, tokens: float) -> float:

@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
+from gpuplan.core.sizing.engines import GENERATE_MAX_SEQS
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.precision import compute_precision, precision_notes
 from gpuplan.core.sizing.queueing import Dist, Targets
 from gpuplan.core.sizing.rates import (
     GB,
@@ -21,7 +23,7 @@ from gpuplan.core.sizing.rates import (
     peak_flops,
 )
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
-from gpuplan.core.sizing.serving_memory import prefill_budget, request_tokens
+from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, request_tokens
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
@@ -81,12 +83,15 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
     ctx = max(int(resolve(arch, w).seq + (w.output_tokens or 256) / 2), 1)
     tokens = request_tokens(arch, w, serving.engine)
     prompt, out = lengths(arch, w, serving)
+    paged = serving.engine.paged  # generate()'s cache keeps (and its attention reads) every token, whatever the window
+    prec = "fp8-mixed" if dtype == "fp8" else "fp4" if dtype in FP4_WEIGHTS else "fp32" if dtype == "fp32" else "bf16"
     return EngineModel(
-        prec="fp8-mixed" if dtype == "fp8" else ("fp32" if dtype == "fp32" else "bf16"), weights_b=dense + experts,
+        prec=prec, weights_b=dense + experts,
         experts_b=experts, num_experts=arch.moe.num_experts if arch.moe else 0,
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
         num_kv_heads=arch.num_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
-        kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b) / ctx, kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b) / tokens,
+        kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b, window=paged) / ctx,
+        kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
         flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
         output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w))
@@ -101,7 +106,8 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
     tp, pp = lay.tp, lay.pp
     mp = tp * pp
     bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
-    peak = peak_flops(gpu, m.prec) * _base_efficiency(gen, m.prec)
+    prec = compute_precision(gpu, m.prec)
+    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec)
     kv_token = m.kv_read_b / min(tp, max(m.num_kv_heads, 1)) / pp
     if serving.engine.kv_read_per_query_head:  # each query head of a GPU reads its KV head's cache itself
         kv_token *= max(m.num_heads / max(m.num_kv_heads, tp), 1.0)
@@ -179,6 +185,9 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
     budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
+    if not eng.paged:  # generate(): no cap on the batch it is given, every prompt prefilled in one forward pass
+        seqs = GENERATE_MAX_SEQS
+        budget = max(int(w.batch_size * m.prompt), 1)
     cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
     per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
@@ -257,7 +266,8 @@ def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: 
     cap_rep = sz.capacity_per_replica
     need = sz.replicas_needed
     rate = t.rate * rep.pp  # one replica's
-    notes = _notes(w, rep, rate, replicas, cap_rep, need, lay) + _calibration_notes(sm.generations[gpu.generation])
+    notes = (_notes(w, rep, rate, replicas, cap_rep, need, lay) + precision_notes(w, gpu)
+             + _calibration_notes(sm.generations[gpu.generation]))
     met = None if not tg.any else tg.missed(lat) is None
     total_rate = rate * replicas
     itl = lat.itl.mean
@@ -279,11 +289,12 @@ def timed_result(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: 
         ttft_s=_pct(lat.ttft), itl_s=_pct(lat.itl), e2e_s=_pct(lat.e2e),
         concurrency=total_rate * lat.e2e.mean, load=t.load, replicas=replicas,
         capacity_requests_per_s=cap_rep * replicas, capacity_requests_per_s_per_replica=cap_rep,
-        capacity_bound=bound, replicas_needed=need, objectives=obj, objectives_met=met,
+        capacity_bound=bound, replicas_needed=need, replica_demand=sz.demand, objectives=obj, objectives_met=met,
         decode_batch=s.decodes, step_s=s.step_s, kv_cache_occupancy=min(s.kv_used_tokens / e.kv_tokens, 1.0)
         if e.kv_tokens > 0 else 1.0, kv_cache_tokens=int(e.kv_tokens * rep.pp),
         kv_cache_requests=sz.kv_cache_requests,
-        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs,
+        max_num_batched_tokens=e.budget, max_num_seqs=e.max_seqs if serving.engine.paged else w.batch_size,
+        engine=serving.engine.id,
         assumptions=_assumptions(w, gpu, sm, serving, rep, rate, replicas, lay, t.load),
     )
     fwd = forward_flops(arch, p, int(e.prompt), eager=w.attention == "eager", image_size=int(e.prompt))
@@ -329,9 +340,16 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
         how = f"{w.users} users thinking {w.think_time_s or 0:g} s between requests"
     else:
         how = f"{w.batch_size} requests in flight per replica"
-    return [(f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
-             f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in {e.block}-token "
-             "blocks"),
+    if serving.engine.paged:
+        how_engine = (f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
+                      f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in "
+                      f"{e.block}-token blocks")
+    else:
+        how_engine = (f"Hugging Face generate() (engine transformers): the batch of {w.batch_size} prefilled at once "
+                      f"({e.budget:,} tokens in one forward pass), then decoded together with eager kernels (no CUDA "
+                      f"graphs); a full KV cache per sequence, {e.kv_tokens * rep.pp:,.0f} tokens per replica; timed "
+                      "as the engine model with that budget (static batching's lockstep is not modelled)")
+    return [how_engine,
             (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
             (f"{how}; {e.prompt:.0f} prompt and {e.output:.0f} output tokens on average; {replicas} replica(s) of "

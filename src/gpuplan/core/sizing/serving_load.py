@@ -39,19 +39,32 @@ def replica_load(rep: Replica, w: Workload, replicas: int) -> tuple[str, Load]:
     return "batch_size", closed_rate(rep.engine, w.batch_size / rep.pp, 0.0, rep.saturation)
 
 
+def replica_demand(w: Workload, cap_rate: float, at_cap: Latency | None, per_replica_now: int,
+                   headroom: float) -> float | None:
+    """The replicas the project's whole load needs at `cap_rate` requests/s each (`at_cap`: the latencies there), with
+    the headroom, before rounding up: linear in the load (arrival rate, users or concurrency), so a load grown by a
+    factor needs this x the factor."""
+    if cap_rate <= 0 or at_cap is None:
+        return None
+    if w.arrival_rate is not None:
+        return w.arrival_rate * (1 + headroom) / cap_rate
+    if w.users is not None:
+        per_user = (w.think_time_s or 0.0) + at_cap.e2e.mean
+        return w.users * (1 + headroom) / (cap_rate * per_user)
+    conc = cap_rate * at_cap.e2e.mean
+    return w.batch_size * per_replica_now * (1 + headroom) / conc if conc > 0 else None
+
+
 def replicas_needed(w: Workload, cap_rate: float, at_cap: Latency | None, per_replica_now: int,
                     headroom: float) -> int | None:
     """Replicas the project's whole load needs at `cap_rate` requests/s each (`at_cap`: the latencies there), with
     the headroom."""
-    if cap_rate <= 0 or at_cap is None:
-        return None
-    if w.arrival_rate is not None:
-        return max(math.ceil(w.arrival_rate * (1 + headroom) / cap_rate), 1)
-    if w.users is not None:
-        per_user = (w.think_time_s or 0.0) + at_cap.e2e.mean
-        return max(math.ceil(w.users * (1 + headroom) / (cap_rate * per_user)), 1)
-    conc = cap_rate * at_cap.e2e.mean
-    return max(math.ceil(w.batch_size * per_replica_now * (1 + headroom) / conc), 1) if conc > 0 else None
+    return whole_replicas(replica_demand(w, cap_rate, at_cap, per_replica_now, headroom))
+
+
+def whole_replicas(demand: float | None) -> int | None:
+    """A replica demand rounded up to whole replicas, at least one."""
+    return None if demand is None else max(math.ceil(demand - 1e-9), 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +76,8 @@ class Sizing:
     replicas: int
     capacity: Capacity
     replicas_needed: int | None
+    #: the replicas the load needs before rounding up (serving_load.replica_demand)
+    demand: float | None = None
 
     @property
     def capacity_per_replica(self) -> float:
@@ -98,8 +113,8 @@ def size_load(rep: Replica, w: Workload, replicas: int, targets: Targets, max_ut
     """`replicas` of `rep`: one virtual engine's capacity within `targets` (`max_utilization` of its saturation
     without any) and the replicas the project's load needs at it with `headroom`."""
     cap = capacity(rep.engine, targets, max_utilization, rep.saturation)
-    need = replicas_needed(w, cap.rate * rep.pp, cap.at, replicas, headroom)
-    return Sizing(rep=rep, replicas=replicas, capacity=cap, replicas_needed=need)
+    demand = replica_demand(w, cap.rate * rep.pp, cap.at, replicas, headroom)
+    return Sizing(rep=rep, replicas=replicas, capacity=cap, replicas_needed=whole_replicas(demand), demand=demand)
 
 
 def time_load(sz: Sizing, w: Workload) -> Timing:
@@ -109,4 +124,5 @@ def time_load(sz: Sizing, w: Workload) -> Timing:
     return Timing(sizing=sz, load=load, rate=at.rate, now=now)
 
 
-__all__ = ["Replica", "Sizing", "Timing", "replica_load", "replicas_needed", "size_load", "time_load"]
+__all__ = ["Replica", "Sizing", "Timing", "replica_demand", "replica_load", "replicas_needed", "size_load", "time_load",
+           "whole_replicas"]

@@ -1,8 +1,10 @@
-"""Peak memory per GPU of serving, as a serving engine (vLLM) allocates it: weights by dtype (quantization metadata
-included), the KV cache of every request's prompt and output tokens in whole blocks (GQA, sliding windows, its own
-dtype), the prefill temporaries at the engine's token budget (chunked prefill is the default of `task:
-inference`) and the captured CUDA graphs. With `engine` None (data/serving.toml not passed): the prefill of the
-whole batch at once and the KV cache of the tokens themselves, as Hugging Face generate() runs. Pure."""
+"""Peak memory per GPU of serving, as the engine allocates it: weights by dtype (quantization metadata included),
+then, for a paged engine (vLLM), the KV cache of every request's prompt and output tokens in whole blocks (GQA,
+sliding windows capped at the window, its own dtype), the prefill temporaries at the engine's token budget
+(chunked prefill) and the captured CUDA graphs; for Hugging Face generate() (engine transformers, `paged` false),
+the prefill of the whole batch at once (with a sliding-window model's explicit masks) and a KV cache of every
+prompt and output token of every layer, whatever the window. With `engine` None (data/serving.toml not passed):
+generate()'s prefill as the tracer runs it, the KV cache of the prompts alone. Pure."""
 
 from __future__ import annotations
 
@@ -18,7 +20,16 @@ from gpuplan.units import GIB
 #: int8 (LLM.int8 / fp8 row-wise): 1 byte + a 4-byte scale per output row (negligible per param)
 #: int4 (GPTQ/AWQ, group size 128): 4 bits + fp16 scale and 4-bit zero per 128 weights
 INT4_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
-WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM}
+#: NVFP4: 4-bit E2M1 values and one FP8 E4M3 scale per block of 16 (plus one FP32 scale per tensor, negligible):
+#: NVIDIA Technical Blog, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference" (2025-06-24)
+NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
+#: MXFP4: 4-bit E2M1 values and one 8-bit E8M0 scale per block of 32: OCP Microscaling Formats (MX) Specification
+#: v1.0 (2023-09), section 5, "MXFP4: block size 32, scale E8M0"
+MXFP4_BYTES_PER_PARAM = 0.5 + 1 / 32
+WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": INT4_BYTES_PER_PARAM,
+                "nvfp4": NVFP4_BYTES_PER_PARAM, "mxfp4": MXFP4_BYTES_PER_PARAM}
+#: the weight dtypes whose matmuls run on FP4 tensor cores where the GPU has them (Blackwell), else weight-only
+FP4_WEIGHTS = ("nvfp4", "mxfp4")
 
 
 def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None, r: Resolved | None = None) -> int:
@@ -29,15 +40,16 @@ def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None, 
     tokens = r.seq + ((w.output_tokens or 256) if generative else 0)
     if engine is None:
         return r.seq
-    block = engine.block_size_tokens
+    block = engine.block_size_tokens  # generate()'s cache grows a token at a time: blocks of 1
     return -(-tokens // block) * block
 
 
 def prefill_budget(w: Workload, engine: EngineDefaults | None, large_gpu: bool = True) -> int | None:
-    """Tokens one engine step prefills at most: workload.prefill_tokens, else the engine's default budget."""
+    """Tokens one engine step prefills at most: workload.prefill_tokens, else the engine's default budget (None: the
+    whole batch at once, as generate() does)."""
     if w.prefill_tokens:
         return w.prefill_tokens
-    if engine is None:
+    if engine is None or not engine.paged:
         return None
     return engine.max_num_batched_tokens_large if large_gpu else engine.max_num_batched_tokens_small
 
@@ -57,8 +69,9 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     weights /= mp
     kv_b = {"bf16": 2, "fp16": 2, "fp8": 1}[w.kv_cache_dtype or ("fp16" if dtype == "fp16" else "bf16")]
     # tensor parallel splits the KV heads; with fewer KV heads than GPUs each GPU keeps a replica of one
-    # Hugging Face's cache keeps every prefilled token, sliding-window layers too; an engine's blocks the window
-    kv = kv_cache_bytes(arch, r.batch, request_tokens(arch, w, engine, r), kv_b, window=engine is not None) / min(
+    # Hugging Face's cache keeps every prefilled token, sliding-window layers too; a paged engine's blocks the window
+    paged = engine is not None and engine.paged
+    kv = kv_cache_bytes(arch, r.batch, request_tokens(arch, w, engine, r), kv_b, window=paged) / min(
         lay.tp, arch.num_kv_heads) / lay.pp
     beta = 4 if dtype == "fp32" else 2
     tokens = min(prefill_budget(w, engine) or r.batch * r.seq, r.batch * r.seq)
@@ -68,7 +81,7 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     layer_tmp = tokens * beta * (3 * mlp_width + 2 * arch.q_dim + arch.hidden_size * 2) / lay.tp
     if w.attention == "eager":
         layer_tmp += r.batch * arch.num_heads * r.seq * r.seq * (beta + 4) / lay.tp
-    elif engine is None:
+    elif not paged:
         layer_tmp = max(layer_tmp, _sliding_mask_attention(arch, r.batch, r.seq, beta) / lay.tp)
     logits = r.batch * arch.vocab_size * 4 / lay.tp  # last position only, as generate() asks for
     if engine is not None:  # the captured CUDA graphs stay allocated beside the step's temporaries

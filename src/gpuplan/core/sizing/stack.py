@@ -108,12 +108,16 @@ def retained_input_elements(arch: ModelArch, w: Workload) -> tuple[float, float]
     return new, allk
 
 
+#: serving weight dtypes loaded from a quantized checkpoint or quantized on load
+QUANTIZED_SERVING = ("int4", "int8", "fp8", "nvfp4", "mxfp4")
+
+
 def load_peak_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, weights: int) -> int:
     """The tensor peak of loading the checkpoint onto one GPU: the weights as they end up, plus the tensor being
     loaded. transformers and LitGPT load one checkpoint tensor at a time; quantizing (QLoRA, int4/int8/fp8 serving)
     reads it in 16 bits onto the GPU first (LitGPT: `weight.to(device, dtype=torch.half)`, then
     `bnb.functional.quantize_4bit`), so the largest tensor's 16-bit copy comes on top of the quantized weights."""
-    quantized = w.task == "qlora" or (w.task == "inference" and (w.weights_dtype or "bf16") in ("int4", "int8", "fp8"))
+    quantized = w.task == "qlora" or (w.task == "inference" and (w.weights_dtype or "bf16") in QUANTIZED_SERVING)
     if not quantized:
         return weights
     head = arch.vocab_size * arch.hidden_size if (w.task == "qlora" and qlora_impl(w).quantize_head

@@ -138,8 +138,17 @@ def shard_states(base: States, w: Workload, lay: Layout, dp: int) -> States:
         optimizer /= dp
         temp /= dp
     if lay.offload in ("optimizer", "params"):
+        # DeepSpeed ZeRO-Offload / ZeRO-Infinity (deepspeed/runtime/zero/stage3.py,
+        # estimate_zero3_model_states_mem_needs: with offload_optimizer the GPU holds 2 bytes per parameter, its
+        # partition of the 16-bit weights, plus the largest layer gathered; with offload_param too, only that layer):
+        # the optimizer states, the fp32 master weights and the gradients live in host memory, the gradients are
+        # copied there as they are reduced (and accumulated there between micro-batches)
         optimizer = 0.0
         temp = 0.0
+        gradients = 0.0
+        accumulated = 0.0
+        if w.task not in ("lora", "qlora") and w.precision in ("bf16-mixed", "fp16-mixed"):
+            weights /= 2  # the fp32 master copy moved to the host with the optimizer: the 16-bit working copy stays
     if lay.offload == "params":
         weights = 0.0
     paged = 0.0

@@ -128,6 +128,48 @@ function showError(err) {
   if (input) input.setAttribute("aria-invalid", "true");
 }
 
+// ---- the page's own labels, in the language chosen for the report ----
+const FR = {
+  "which GPU server to get, and why": "quel serveur GPU prendre, et pourquoi", "Start from": "Partir de",
+  "Share link": "Lien à partager", "Download report": "Télécharger le rapport",
+  "Download project": "Télécharger le projet", "Project": "Projet", "Name": "Nom", "Model": "Modèle",
+  "preset": "préréglage", "Hugging Face id": "identifiant Hugging Face", "paste config.json": "coller config.json",
+  "Preset": "Préréglage", "Hub id": "Identifiant Hub", "Task": "Tâche", "Precision": "Précision",
+  "Optimizer": "Optimiseur", "Software": "Logiciel", "Micro-batch": "Micro-lot", "Global batch": "Lot global",
+  "Sequence length": "Longueur de séquence", "gradient checkpointing": "recalcul des activations",
+  "LoRA rank": "Rang LoRA", "Training tokens": "Jetons d'entraînement", "Epochs": "Époques",
+  "Concurrent requests": "Requêtes simultanées", "Context length": "Longueur de contexte",
+  "Output tokens": "Jetons générés", "Target latency (s)": "Latence visée (s)", "Data": "Données",
+  "Samples": "Exemples", "Size (GB)": "Taille (Go)", "Modality": "Modalité", "Goals": "Objectifs",
+  "Purpose": "Usage", "Rank by": "Classer par", "Deadline (days)": "Échéance (jours)", "Budget": "Budget",
+  "Currency": "Devise", "Budget period": "Période du budget", "Growth": "Croissance",
+  "Model size ×": "Taille du modèle ×", "Data ×": "Données ×", "Horizon (months)": "Horizon (mois)",
+  "Deployment": "Déploiement", "datacenter GPUs only": "GPU de centre de données seulement",
+  "Memory headroom": "Marge de mémoire", "Plan": "Planifier", "Scenarios": "Scénarios",
+  "Save as": "Enregistrer sous", "Save scenario": "Enregistrer le scénario", "Compare selected": "Comparer la sélection",
+  "Latency of the recommended servers at the project's load (seconds)":
+    "Latence des serveurs recommandés à la charge du projet (secondes)",
+  "objective": "objectif",
+};
+const VERBS = { en: { rent: "Rent", buy: "Buy" }, fr: { rent: "Louer", buy: "Acheter" } };
+function relabel(lang) {
+  for (const el of $$("legend, label, button, h1 small, h2, caption, th")) {
+    for (const node of el.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+      if (node.english === undefined) node.english = node.textContent.trim();  // the page's own (English) text
+      const want = lang === "fr" ? (FR[node.english] || node.english) : node.english;
+      node.textContent = node.textContent.replace(node.textContent.trim(), want);
+    }
+  }
+  document.documentElement.lang = lang;
+  showVerb();
+}
+function showVerb() {
+  const verbs = VERBS[$("#lang").value] || VERBS.en;
+  const verb = state.verb;
+  $("#action-verb").textContent = verbs[verb] || ($("#lang").value === "fr" ? "Prendre" : "Get");
+}
+
 // ---- calls ----
 async function call(method, url, body, as = "json") {
   const res = await fetch(url, { method, headers: body === undefined ? {} : { "Content-Type": "application/json" },
@@ -201,6 +243,9 @@ function showPlan(project, plan, summary, report, change) {
   const rec = plan.recommendation;
   const gpu = $("#recommended-gpu");
   gpu.textContent = summary.rows.find((r) => r.key === "gpu").value;
+  // the verb the cost comparison supports: rent when renting is the cheaper way, buy when owning is
+  state.verb = rec.action && rec.action.verb;
+  showVerb();
   gpu.dataset.gpuId = rec.gpu_id;
   gpu.dataset.gpusPerServer = rec.gpus_per_server;
   gpu.dataset.servers = rec.servers;
@@ -388,7 +433,7 @@ async function start() {
     fillForm();
     runPlan();
   });
-  $("#lang").addEventListener("change", () => { if (state.summary) runPlan(); });
+  $("#lang").addEventListener("change", () => { relabel($("#lang").value); if (state.summary) runPlan(); });
   $("#share").addEventListener("click", async () => {
     const link = location.origin + location.pathname + "#project=" + encodeProject(state.project);
     const box = $("#share-link");
