@@ -37,7 +37,7 @@ from transformers import (
 from gpuplan.trace.cuda_emulation import cuda_emulation  # CUDA's autocast lists, fused dropout, SDPA kernels
 
 transformers.logging.set_verbosity_error()
-BASIS = ["h", "q", "kv", "i", "H", "Hs", "s", "qg", "r", "iek", "E", "is", "Er", "Eie", "1"]
+BASIS = ["h", "q", "kv", "i", "H", "Hs", "s", "qg", "r", "iek", "E", "is", "Er", "Eie", "Eh", "1"]
 
 
 def build_config(model_type: str, d: dict) -> dict:
@@ -58,6 +58,10 @@ def build_config(model_type: str, d: dict) -> dict:
             c.pop("head_dim")
             c["hidden_size"] = heads * hd
         return c
+    if model_type == "llama4_text":  # every layer MoE: routed experts plus a shared expert of the same width
+        return dict(common, hidden_size=h, intermediate_size=d["ie"], intermediate_size_mlp=i,
+                    num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, num_local_experts=d["E"],
+                    num_experts_per_tok=d["k"], interleave_moe_layer_step=1, attention_dropout=0.0)
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):
         c = dict(common, hidden_size=h, intermediate_size=i, num_attention_heads=heads, num_key_value_heads=kv,
                  head_dim=hd, num_experts_per_tok=d["k"], **nodrop)
@@ -81,6 +85,9 @@ def build_config(model_type: str, d: dict) -> dict:
                     **nodrop)
     if model_type == "bloom":
         return dict(common, hidden_size=heads * hd, n_head=heads, **nodrop)
+    if model_type == "mpt":  # transformers' MPT: ALiBi always, an MLP of 4 x d_model, no SDPA path
+        return dict(common, d_model=heads * hd, n_heads=heads, expansion_ratio=4, resid_pdrop=0, emb_pdrop=0,
+                    attn_config={"alibi": True, "attn_pdrop": 0})  # MptConfig's fields are typed int
     if model_type in ("bert", "roberta"):
         return dict(common, hidden_size=heads * hd, intermediate_size=i, num_attention_heads=heads,
                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=600)
@@ -105,7 +112,7 @@ def model_class(model_type: str):
 
 #: families whose SDPA call carries an explicit mask or bias the efficient kernel keeps (seq x seq terms)
 MASKED_SDPA = ("t5", "mt5", "falcon")
-LAYER_KEYS = {"gpt2": "n_layer", "bloom": "n_layer", "t5": "num_layers", "mt5": "num_layers"}
+LAYER_KEYS = {"gpt2": "n_layer", "bloom": "n_layer", "mpt": "n_layers", "t5": "num_layers", "mt5": "num_layers"}
 
 
 def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, rank: int = 8) -> int:
@@ -119,6 +126,9 @@ def saved_bytes(cfg: dict, regime: str, ckpt: bool, b: int, s: int, attn: str, r
         if not regime.startswith("lora-fp32"):
             m = m.to(torch.bfloat16)
         targets = attention_targets(cfg) if regime.endswith("-attn") else "all-linear"
+        if cfg["model_type"] == "llama4_text" and targets == "all-linear":  # PEFT's LoRA on Llama4Router (a Linear
+            # that returns a tuple) fails in forward: the linears a run can adapt
+            targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
         m = get_peft_model(m, LoraConfig(r=rank, lora_alpha=16, target_modules=targets, lora_dropout=0.0))
     elif regime == "bf16":
         m = m.to(torch.bfloat16)
@@ -177,21 +187,21 @@ def attention_targets(cfg: dict) -> list[str]:
 def features(d: dict, s: int) -> list[float]:
     return [d["h"], d["heads"] * d["hd"], d["kv_heads"] * d["hd"], d["i"], d["heads"], d["heads"] * s, s,
             d["heads"] * d["hd"] if d["kv_heads"] < d["heads"] else 0, d["r"], d["ie"] * d["k"], d["E"], d["is"],
-            d["E"] * d["r"], d["E"] * d["ie"], 1.0]
+            d["E"] * d["r"], d["E"] * d["ie"], d["E"] * d["h"], 1.0]
 
 
 def random_dims(rng: random.Random, model_type: str) -> dict:
     heads = rng.choice([2, 4, 6])
     kv = rng.choice([k for k in (1, 2, heads) if heads % k == 0])
-    if model_type in ("phi", "gpt_neox", "gpt2", "bloom", "bert", "roberta", "vit", "t5", "mt5"):
+    if model_type in ("phi", "gpt_neox", "gpt2", "bloom", "mpt", "bert", "roberta", "vit", "t5", "mt5"):
         kv = heads
     if model_type == "falcon":
         kv = 1
     hd = rng.choice([16, 32])
-    h = (heads * hd if model_type not in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
-                                           "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5")
+    h = (heads * hd if model_type not in ("llama", "llama4_text", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
+                                           "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5")
          else heads * rng.choice([20, 28, 36]))
-    i = 4 * h if model_type == "bloom" else rng.choice([200, 264, 320])
+    i = 4 * h if model_type in ("bloom", "mpt") else rng.choice([200, 264, 320])
     return dict(h=h, heads=heads, kv_heads=kv, hd=hd, i=i, V=rng.choice([500, 700]), E=rng.choice([4, 6]),
                 k=2, ie=rng.choice([48, 80]), r=rng.choice([4, 8, 16]), **{"is": rng.choice([64, 96])},
                 img=rng.choice([32, 48]))
@@ -200,13 +210,15 @@ def random_dims(rng: random.Random, model_type: str) -> dict:
 def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: int = 0) -> dict:
     rng = random.Random(seed)
     rows, ys, nonlayer = [], [], []
-    moe = model_type in ("mixtral", "qwen2_moe", "qwen3_moe")
+    moe = model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
     if moe:  # more widths vary (experts, expert width, shared width): enough samples for every term
         n = max(n, 32)
     for _ in range(n):
         d = random_dims(rng, model_type)
         if not moe:
             d.update(E=0, k=0, ie=0, **{"is": 0})
+        elif model_type == "llama4_text":  # the shared expert is as wide as a routed one; vary top-k to tell them apart
+            d["is"], d["k"] = d["ie"], rng.choice([1, 2])
         elif model_type != "qwen2_moe":
             d["is"] = 0
         # eager attention's seq x seq terms must be pinned down for long sequences: measure at longer ones
@@ -226,8 +238,10 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: 
         nonlayer.append((one - (two - one), tokens, d))
     x, y = np.array(rows, dtype=float), np.array(ys)
     used = [j for j in range(len(BASIS)) if x[:, j].any()]
-    if model_type in ("mixtral", "qwen3_moe"):  # every layer is MoE: the dense width plays no part
+    if model_type in ("mixtral", "qwen3_moe", "llama4_text"):  # every layer is MoE: the dense width plays no part
         used = [j for j in used if BASIS[j] != "i"]
+    if model_type != "llama4_text":  # only transformers' Llama 4 runs every expert on every token (hidden x experts)
+        used = [j for j in used if BASIS[j] != "Eh"]
     if attn == "sdpa" and model_type not in MASKED_SDPA:  # flash/efficient kernels keep no seq x seq tensor:
         used = [j for j in used if BASIS[j] not in ("Hs", "s", "qg")]  # such terms would only fit noise
     coef, *_ = np.linalg.lstsq(x[:, used], y, rcond=None)
@@ -239,8 +253,8 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: 
     return {"coef": full, "max_rel_error": round(err, 4)}
 
 
-FAMILIES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-            "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "falcon", "bloom", "stablelm", "bert", "roberta",
+FAMILIES = ["llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+            "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "falcon", "bloom", "mpt", "stablelm", "bert", "roberta",
             "t5", "mt5", "vit"]
 REGIMES = ["fp32", "amp", "bf16", "lora-amp", "lora-bf16", "lora-fp32", "lora-amp-attn", "lora-bf16-attn",
            "lora-fp32-attn"]
@@ -251,6 +265,7 @@ def main() -> None:
     ap.add_argument("--regimes", nargs="*", default=REGIMES)
     ap.add_argument("--jsonl", default="activations.jsonl", help="results so far, one per line; resumed")
     ap.add_argument("--toml", default=None, help="write the data file from the jsonl and stop")
+    ap.add_argument("--attention", nargs="*", default=["sdpa", "eager"], help="the attention kinds to measure")
     a = ap.parse_args()
     done: dict[str, dict] = {}
     path = Path(a.jsonl)
@@ -265,7 +280,7 @@ def main() -> None:
         for fam in a.families:
             for regime in a.regimes:
                 for ckpt in (False, True):
-                    for attn in ("sdpa", "eager"):
+                    for attn in a.attention:
                         key = f"{fam}/{regime}/{'ckpt' if ckpt else 'full'}/{attn}"
                         if (ckpt and (attn == "eager" or regime.endswith("-attn"))) or key in done:
                             continue

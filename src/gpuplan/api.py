@@ -155,24 +155,23 @@ def _load(project: Project | dict[str, Any] | str | Path, base_dir: Path | None)
     return proj, base
 
 
-def _load_noted(project: Project | dict[str, Any] | str | Path,
-                base_dir: Path | None) -> tuple[Project, Path | None, list[Note]]:
+def _load_noted(project: Project | dict[str, Any] | str | Path, base_dir: Path | None,
+                plan: bool = False) -> tuple[Project, Path | None, list[Note]]:
     """The project as every step reads it: its `workload.framework`'s defaults filled in where the file leaves a
-    key unset (core/sizing/frameworks.py), with the note saying what the framework implied."""
+    key unset, with the note saying what the framework implied; `plan`: a training project that names no framework
+    takes the plan's default for its task and model kind (catalog/frameworks.py `with_framework`)."""
     if isinstance(project, (str, Path)):
         project, base_dir = load_project(project)
     elif isinstance(project, dict):
         project = parse_project(project)
-    if project.workload.framework is None:  # nothing to fill in: the frameworks' file is not read
-        return core_estimate.policy_noted(project, base_dir, [])
-    from gpuplan.catalog.frameworks import load_frameworks
-    from gpuplan.core.sizing.frameworks import apply_framework, framework_note_text
+    from gpuplan.catalog.frameworks import with_framework
+    from gpuplan.core.sizing.preference import as_training
 
-    w, implied = apply_framework(project.workload, load_frameworks())
-    if not implied:
-        return core_estimate.policy_noted(project, base_dir, [])
-    note = Note(code="framework-defaults", message=framework_note_text(w.framework or "", implied))
-    return core_estimate.policy_noted(project.model_copy(update={"workload": w}), base_dir, [note])
+    # a DPO project is planned as its policy's training (core/sizing/preference.py), on the framework's defaults
+    policy, base, dpo = core_estimate.policy_noted(project, base_dir, [])
+    proj, notes = as_training(policy, lambda p: with_framework(p, (lambda: _resolve(p, base).arch.kind) if plan
+                                                               else None))
+    return proj, base, [*notes, *dpo]
 
 
 def load_bundle(*, catalog: Catalog | None = None, catalog_files: Sequence[str | Path] = (),
@@ -236,7 +235,7 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
     `as_of`: the date the plan is made for (default: $GPUPLAN_AS_OF, else today; `plan_date`): quotes older than six
     months on it are flagged and weigh less as evidence, and no row of the user's files may postdate it."""
     when = plan_date(as_of)
-    proj, base, framework_notes = _load_noted(project, base_dir)
+    proj, base, framework_notes = _load_noted(project, base_dir, plan=True)
     if headroom is not None:
         proj = proj.model_copy(
             update={"constraints": proj.constraints.model_copy(update={"memory_headroom": headroom})})

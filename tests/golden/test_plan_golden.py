@@ -192,6 +192,8 @@ def test_candidates_match_estimate(name: str) -> None:
         else:
             w.update(micro_batch_size=lay["micro_batch_size"], global_batch_size=lay["global_batch_size"],
                      gradient_checkpointing=lay["gradient_checkpointing"])
+            if c.stack is not None and c.stack.framework:  # the plan timed it on that framework
+                w.setdefault("framework", c.stack.framework)
             n = c.gpus_per_server * c.servers
         hw = {"gpu": c.gpu_id, "gpus": n, "layout": {k: lay[k] for k in ("zero", "tp", "pp", "offload")}}
         est = estimate({**project, "workload": w, "hardware": hw}, catalog=CATALOG)

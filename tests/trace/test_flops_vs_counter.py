@@ -58,7 +58,9 @@ def _ours(model_type: str, cfg: dict):
     return forward_flops(arch, count_params(arch), seq, target=SEQ, eager=True, image_size=image)
 
 
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe")
+#: gpuplan counts the routed experts only (model FLOPs); transformers' Llama 4 also runs every unrouted expert on
+#: every token at weight zero, so the counter sees more (hardware) FLOPs there
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
 FAMILIES = sorted(t for t in TINY if t not in MOE)
 
 
@@ -97,7 +99,20 @@ def test_frozen_base_backward_skips_weight_gradients() -> None:
     assert ours == pytest.approx(measured, rel=0.03)
 
 
-@pytest.mark.parametrize("model_type", MOE)
+def test_llama4_runs_every_expert_on_every_token() -> None:
+    """transformers' Llama 4 multiplies every token by every expert (the unrouted ones at weight zero) in bmm the
+    counter sees: it counts our dense part plus all experts on all tokens, where our model FLOPs count the routed."""
+    cfg = TINY["llama4_text"]
+    model = _build("llama4_text", cfg).eval()
+    measured = _count(model, _inputs("llama4_text", cfg), backward=False)
+    arch = arch_from_hf_config({"model_type": "llama4_text", **cfg})
+    m = arch.moe
+    per_expert = 2 * SEQ * m.moe_layers * 3 * arch.hidden_size * m.expert_intermediate_size
+    ours = _ours("llama4_text", cfg).forward
+    assert ours - m.experts_per_token * per_expert + m.num_experts * per_expert == pytest.approx(measured, rel=0.02)
+
+
+@pytest.mark.parametrize("model_type", MOE[:3])
 def test_moe_dense_part_equals_counter_and_experts_count_per_routed_token(model_type: str) -> None:
     """transformers runs routed experts through grouped matmuls FlopCounterMode does not see: the counter
     gives the dense part, and the rest must be exactly the routed experts of each token."""

@@ -20,6 +20,9 @@ transformers.logging.set_verbosity_error()
 TINY = {
     "llama": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, vocab_size=128, attention_bias=True),
+    "llama4_text": dict(hidden_size=64, intermediate_size=32, intermediate_size_mlp=96, num_hidden_layers=4,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128, num_local_experts=4,
+                        num_experts_per_tok=1, interleave_moe_layer_step=2),
     "mistral": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2, vocab_size=128),
     "mixtral": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -49,6 +52,7 @@ TINY = {
                      vocab_size=128),
     "falcon": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=128),
     "bloom": dict(hidden_size=64, n_layer=2, n_head=4, vocab_size=128),
+    "mpt": dict(d_model=64, n_heads=4, n_layers=2, vocab_size=128, attn_config={"alibi": True}),
     "stablelm": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                      num_key_value_heads=2, vocab_size=128, qk_layernorm=True, use_qkv_bias=True),
     "bert": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, vocab_size=128),
@@ -69,6 +73,10 @@ EXTRA = {
                                            num_attention_heads=4, vocab_size=128, use_parallel_residual=True)),
     "resnet-basic": ("resnet", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[2, 1], layer_type="basic",
                                     downsample_in_first_stage=True)),
+    "llama4-all-moe-bias": ("llama4_text", dict(hidden_size=64, intermediate_size=32, intermediate_size_mlp=96,
+                                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                 head_dim=16, vocab_size=128, num_local_experts=4,
+                                                 num_experts_per_tok=2, attention_bias=True)),
     "gemma2-pattern": ("gemma2", dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4,
                                       num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=128,
                                       tie_word_embeddings=False)),
@@ -120,7 +128,7 @@ def test_lora_named_targets_equal_peft(model_type: str, targets: list[str]) -> N
 
 
 @pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x22b", "qwen3-235b-a22b", "gemma-2-9b", "phi-2",
-                                  "falcon-7b", "bert-large-uncased"])
+                                  "falcon-7b", "bert-large-uncased", "mpt-7b"])
 def test_real_configs_equal_transformers(name: str) -> None:
     cfg = hf_config(name)
     model = build(cfg["model_type"], {k: v for k, v in cfg.items() if k != "model_type"})

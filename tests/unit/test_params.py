@@ -44,9 +44,9 @@ def test_moe_active_parameters_are_fewer() -> None:
 
 def test_unsupported_model_type_lists_supported() -> None:
     with pytest.raises(UnsupportedModelError) as exc:
-        arch_from_hf_config({"model_type": "mpt"}, source="mpt-7b/config.json")
+        arch_from_hf_config({"model_type": "rwkv"}, source="rwkv-7b/config.json")
     text = str(exc.value)
-    assert "mpt-7b/config.json" in text and "model_type" in text
+    assert "rwkv-7b/config.json" in text and "model_type" in text
     for t in SUPPORTED_MODEL_TYPES:
         assert t in text
 
@@ -76,3 +76,32 @@ def test_sliding_window_layers() -> None:
     assert g2.sliding_window == 4096 and g2.sliding_window_layers == g2.num_layers // 2
     m = arch_from_hf_config(hf_config("mistral-7b"))
     assert m.sliding_window == 4096 and m.sliding_window_layers == m.num_layers
+
+
+def test_mpt_is_sized_with_its_own_measurements() -> None:
+    """Issue #30: MPT was refused ("unsupported model_type mpt"). mpt-7b's count is the one its model card
+    publishes (6,649,286,656: ../shared/hf-configs/SOURCES.md); its activations are MPT's own rows (transformers'
+    MPT computes attention eagerly, with ALiBi), not a fallback to llama's."""
+    from gpuplan import api
+
+    est = api.estimate({"name": "mpt", "model": {"preset": "mpt-7b"},
+                        "workload": {"task": "lora", "micro_batch_size": 2, "sequence_length": 2048}})
+    assert est.model.parameters == 6_649_286_656
+    assert not [n for n in est.notes if n.code == "activation-fallback"]
+    eager = api.estimate({"name": "mpt", "model": {"preset": "mpt-7b"},
+                          "workload": {"task": "lora", "micro_batch_size": 2, "sequence_length": 2048,
+                                       "attention": "eager"}})
+    assert eager.memory.activations_bytes == est.memory.activations_bytes  # sdpa runs as eager in MPT
+
+
+def test_llama4_scout_text_is_sized_with_its_own_measurements() -> None:
+    """Issue #30: Llama 4's text model. Scout's 17B active parameters (the model card's; its 109B total include the
+    vision encoder), every layer MoE with a shared expert; its activations are Llama 4's own rows, not llama's."""
+    from gpuplan import api
+
+    est = api.estimate({"name": "scout", "model": {"preset": "llama-4-scout-17b-16e"},
+                        "workload": {"task": "lora", "micro_batch_size": 1, "sequence_length": 4096,
+                                     "precision": "bf16", "gradient_checkpointing": True}})
+    assert est.model.parameters == 107_769_861_120
+    assert round(est.model.active_parameters / 1e9) == 17
+    assert not [n for n in est.notes if n.code == "activation-fallback"]

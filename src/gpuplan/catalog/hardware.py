@@ -150,7 +150,9 @@ def load_catalog(user_files: Sequence[str | Path] = (), *, as_of: datetime.date 
         _check_aliases(kind, rows, origins)
         table = cast(Any, Table)[KINDS[kind][0]]  # Table[Gpu], Table[Cpu], ...: the row type is the kind's
         tables[plural] = table(kind=kind, rows=rows, origins=origins)
-    return Catalog(**tables, user_files=tuple(str(f) for f in user_files))
+    from gpuplan.catalog.frameworks import load_capabilities
+
+    return Catalog(**tables, user_files=tuple(str(f) for f in user_files), frameworks=load_capabilities())
 
 
 @lru_cache(maxsize=1)

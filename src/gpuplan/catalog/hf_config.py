@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from gpuplan.catalog.config_reader import Reader as _Reader
 from gpuplan.catalog.config_reader import dropout as _dropout
 from gpuplan.catalog.config_reader import head_from_architectures
+from gpuplan.catalog.hf_config_gpt import _read_bloom, _read_falcon, _read_gpt2, _read_mpt
 from gpuplan.errors import InputError, UnsupportedModelError, clip
 from gpuplan.schema.model import ModelArch, MoE, ResNetStages
 
@@ -38,9 +39,9 @@ def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int
 
 #: transformers' class defaults when a config omits num_key_value_heads / head_dim (None: the head count /
 #: hidden // heads). Checked against transformers 5.24.
-_KV_DEFAULT = {"mistral": 8, "mixtral": 8, "qwen2": 32, "qwen2_moe": 16, "qwen3": 32, "qwen3_moe": 4, "gemma": 16,
-               "gemma2": 4, "gemma3_text": 4, "stablelm": 32}
-_HEAD_DIM_DEFAULT = {"qwen3": 128, "gemma": 256, "gemma2": 256, "gemma3_text": 256}
+_KV_DEFAULT = {"llama4_text": 8, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen2_moe": 16, "qwen3": 32, "qwen3_moe": 4,
+               "gemma": 16, "gemma2": 4, "gemma3_text": 4, "stablelm": 32}
+_HEAD_DIM_DEFAULT = {"llama4_text": 128, "qwen3": 128, "gemma": 256, "gemma2": 256, "gemma3_text": 256}
 
 
 def _llama_like(r: _Reader, model_type: str, **overrides: Any) -> dict[str, Any]:
@@ -134,6 +135,27 @@ def _read_qwen3_moe(r: _Reader) -> dict[str, Any]:
     return _llama_like(r, "qwen3_moe", qk_norm=True, qkv_bias=bias, o_bias=bias, moe=moe)
 
 
+def _read_llama4_text(r: _Reader) -> dict[str, Any]:
+    """Llama 4's text model (transformers Llama4ForCausalLM): MoE layers (`moe_layers`, else every
+    `interleave_moe_layer_step`-th) of routed experts of `intermediate_size` plus a shared expert of the same width
+    and a router without bias; the other layers a dense MLP of `intermediate_size_mlp`; QK norm without weights;
+    chunked attention (`attention_chunk_size`) on the RoPE layers, counted as a sliding window of the chunk."""
+    n = r.int("num_hidden_layers")
+    step = r.int("interleave_moe_layer_step", default=1, positive=True)
+    n_moe = sum(1 for i in set(r.ints("moe_layers", list(range(step - 1, n, step)))) if i < n)
+    ie = r.int("intermediate_size")
+    moe = MoE(num_experts=r.int("num_local_experts", default=16), experts_per_token=r.int("num_experts_per_tok",
+              default=1), expert_intermediate_size=ie, shared_intermediate_size=ie, moe_layers=n_moe) if n_moe else None
+    interval = r.int("no_rope_layer_interval", default=4, positive=True)
+    rope = r.ints("no_rope_layers", []) or [int((i + 1) % interval != 0) for i in range(n)]
+    chunk = r.get("attention_chunk_size", default=None)
+    chunked = sum(1 for v in rope[:n] if v) if chunk else 0
+    bias = bool(r.get("attention_bias", default=False))
+    return _llama_like(r, "llama4_text", intermediate_size=r.int("intermediate_size_mlp", default=16384), moe=moe,
+                       qkv_bias=bias, o_bias=bias, sliding_window=r.int("attention_chunk_size", positive=True)
+                       if chunked else None, sliding_window_layers=chunked)
+
+
 def _read_gemma(r: _Reader) -> dict[str, Any]:
     return _llama_like(r, "gemma", tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)),
                        activation=str(r.get("hidden_activation", "hidden_act", default="gelu_pytorch_tanh")))
@@ -187,66 +209,6 @@ def _read_gpt_neox(r: _Reader) -> dict[str, Any]:
         activation=str(r.get("hidden_act", default="gelu")),
         parallel_residual=bool(r.get("use_parallel_residual", default=True)),
         hidden_dropout=_dropout(r, "hidden_dropout"),
-    )
-
-
-def _read_gpt2(r: _Reader) -> dict[str, Any]:
-    h = r.int("n_embd", "hidden_size", default=768)
-    heads = r.int("n_head", "num_attention_heads", default=12, positive=True)
-    inner = r.int("n_inner", default=0)
-    positions = r.int("n_positions", default=1024)
-    return dict(
-        model_type="gpt2", kind="decoder", hidden_size=h, num_layers=r.int("n_layer", "num_hidden_layers", default=12),
-        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=inner or 4 * h,
-        vocab_size=r.int("vocab_size", default=50257), max_position_embeddings=positions, positions="learned",
-        position_rows=positions, tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)),
-        norm="layernorm", norm_bias=True, qkv_bias=True, o_bias=True, mlp_gated=False, mlp_bias=True,
-        activation=str(r.get("activation_function", default="gelu_new")),
-        attention_dropout=_dropout(r, "attn_pdrop"), hidden_dropout=_dropout(r, "resid_pdrop"),
-        torch_dtype=r.get("torch_dtype", "dtype"),
-    )
-
-
-def _read_falcon(r: _Reader) -> dict[str, Any]:
-    h = r.int("hidden_size")
-    heads = r.int("num_attention_heads", "n_head", positive=True)
-    new_arch = bool(r.get("new_decoder_architecture", default=False))
-    if new_arch:
-        kv = r.int("num_kv_heads", "n_head_kv", default=heads)
-    elif r.get("multi_query", default=True):
-        kv = 1
-    else:
-        kv = heads
-    parallel = bool(r.get("parallel_attn", default=True))
-    if new_arch:
-        norms = r.int("num_ln_in_parallel_attn", default=2)
-    else:
-        norms = 1 if parallel else 2
-    bias = bool(r.get("bias", default=False))
-    return dict(
-        model_type="falcon", kind="decoder", hidden_size=h, num_layers=r.int("num_hidden_layers", "n_layer"),
-        num_heads=heads, num_kv_heads=kv, head_dim=h // heads,
-        intermediate_size=r.int("ffn_hidden_size", default=4 * h), vocab_size=r.int("vocab_size"),
-        max_position_embeddings=r.int("max_position_embeddings", default=2048),
-        positions="alibi" if r.get("alibi", default=False) else "rope",
-        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norm="layernorm", norm_bias=True,
-        norms_per_layer=norms, qkv_bias=bias, o_bias=bias, mlp_gated=False, mlp_bias=bias, activation="gelu",
-        parallel_residual=parallel or new_arch, attention_dropout=_dropout(r, "attention_dropout"),
-        hidden_dropout=_dropout(r, "hidden_dropout"), torch_dtype=r.get("torch_dtype", "dtype"),
-    )
-
-
-def _read_bloom(r: _Reader) -> dict[str, Any]:
-    h = r.int("hidden_size", "n_embed", default=64)
-    heads = r.int("n_head", "num_attention_heads", default=8, positive=True)
-    return dict(
-        model_type="bloom", kind="decoder", hidden_size=h, num_layers=r.int("n_layer", "num_hidden_layers", default=2),
-        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=4 * h,
-        vocab_size=r.int("vocab_size", default=250880), positions="alibi",
-        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=True)), norm="layernorm", norm_bias=True,
-        qkv_bias=True, o_bias=True, mlp_gated=False, mlp_bias=True, activation="gelu", embedding_norm=True,
-        attention_dropout=_dropout(r, "attention_dropout"), hidden_dropout=_dropout(r, "hidden_dropout"),
-        torch_dtype=r.get("torch_dtype", "dtype"),
     )
 
 
@@ -340,10 +302,11 @@ def _read_resnet(r: _Reader) -> dict[str, Any]:
 
 
 READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
-    "llama": _read_llama, "mistral": _read_mistral, "mixtral": _read_mixtral, "qwen2": _read_qwen2,
+    "llama": _read_llama, "llama4_text": _read_llama4_text, "mistral": _read_mistral, "mixtral": _read_mixtral,
+    "qwen2": _read_qwen2,
     "qwen2_moe": _read_qwen2_moe, "qwen3": _read_qwen3, "qwen3_moe": _read_qwen3_moe, "gemma": _read_gemma,
     "gemma2": _read_gemma2, "gemma3_text": _read_gemma3_text, "phi": _read_phi, "phi3": _read_phi3,
-    "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "falcon": _read_falcon, "bloom": _read_bloom,
+    "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "falcon": _read_falcon, "bloom": _read_bloom, "mpt": _read_mpt,
     "stablelm": _read_stablelm, "bert": _read_bert, "roberta": _read_roberta, "t5": _read_t5, "mt5": _read_mt5,
     "vit": _read_vit, "resnet": _read_resnet,
 }

@@ -222,6 +222,15 @@ WIDE = 100
 
 
 def _candidates(result: PlanResult, top: int, width: int = WIDE) -> Table:
+    """The alternatives; at full width without the score when the layouts need its room (a tensor and pipeline
+    parallel layout is wider than the column leaves), so that no layout wraps."""
+    table = _candidates_table(result, top, width, score=width >= WIDE)
+    if width >= WIDE and Console(width=4 * width).measure(table).maximum > width:  # its natural width
+        table = _candidates_table(result, top, width, score=False)
+    return table
+
+
+def _candidates_table(result: PlanResult, top: int, width: int, score: bool) -> Table:
     shown = result.candidates[:top]
     kept = max(result.stats.candidates_kept, len(result.candidates))
     thin = any(c.evidence is not None and not c.evidence.adequate for c in shown)
@@ -232,7 +241,7 @@ def _candidates(result: PlanResult, top: int, width: int = WIDE) -> Table:
     wide = width >= WIDE
     mem_col = "GiB/GPU" if wide else "GiB"
     cost_col = cost_col if wide else result.currency
-    cols = ("", "GPU", "GPUs", "layout", mem_col, "time", cost_col) + (("score",) if wide else ())
+    cols = ("", "GPU", "GPUs", "layout", mem_col, "time", cost_col) + (("score",) if score else ())
     for col in cols:  # the layout alone may wrap, never a number
         t.add_column(col, justify="right" if col in (mem_col, "time", cost_col, "score") else "left",
                      no_wrap=col != "layout", min_width=2 if not col else None,
@@ -243,7 +252,7 @@ def _candidates(result: PlanResult, top: int, width: int = WIDE) -> Table:
         layout = compact_layout_text(c.layout)  # narrow: parts spaced, so that a line breaks between them
         t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout if wide else layout.replace("·", " "),
                   f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), ranked_cost_text(c),
-                  *((f"{c.score:.3g}",) if wide else ()))
+                  *((f"{c.score:.3g}",) if score else ()))
     t.caption = ranked_cost_caption(result)
     t.caption_justify = "left"
     return t
@@ -351,7 +360,9 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         console.print(Rule(Text("If you buy or rent instead", style="bold"), align="left"))
     if rec is not None:
         console.print(_verdict(result, rec))
-        why = why_reasons(rec)
+        # the stack (reason "stack: ...", candidate.stack) goes to the first lines (issue #30); until then the summary
+        # keeps to one screen and shows it with --details
+        why = [r for r in why_reasons(rec) if details or not r.startswith("stack: ")]
         console.print(_hanging([("  ·", r) for r in (why if details else why[:WHY_MAX])]
                                + [(Text("  !", style="bold yellow"), Text(w, style="yellow"))
                                   for w in rec.server.warnings]))
@@ -370,6 +381,8 @@ def render_text(result: PlanResult, console: Console, top: int = 8, details: boo
         _checklist(console, result, details)
     _faq(console, result, details)
     for n in result.notes:
+        if n.code == "framework-default" and not details:  # the plan's default stack: with --details, as above
+            continue
         console.print(Text(f"· {n.message}"))
     rejected = _rejected_lines(result)
     if details:

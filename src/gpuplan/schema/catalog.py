@@ -5,9 +5,10 @@ can take a Catalog without importing a loader."""
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.errors import UnknownNameError
+from gpuplan.schema.framework import FrameworkCaps
 from gpuplan.schema.hardware import CatalogRow, Gpu
 from gpuplan.schema.server import Cpu, Drive, Nic, Platform
 
@@ -58,6 +59,8 @@ class Catalog(BaseModel):
     drives: Table[Drive]
     nics: Table[Nic]
     user_files: tuple[str, ...] = ()
+    #: what each training framework can run, by id (data/frameworks.toml `can`): the layouts the search proposes
+    frameworks: dict[str, FrameworkCaps] = Field(default_factory=dict)
 
     def table(self, kind: str) -> Table[Any]:
         table: Table[Any] = getattr(self, PLURALS[kind])

@@ -22,7 +22,8 @@ class ActivationCoefficients(_Frozen):
     h hidden, q query width, kv key/value width, i MLP width, H heads, Hs heads x sequence (eager scores),
     s sequence (eager masks), qg query width when K/V are repeated for GQA (eager), r LoRA rank,
     iek routed expert width x experts per token, E experts, is shared-expert width, Er experts x LoRA rank,
-    Eie experts x expert width (PEFT's per-expert adapters), and a constant."""
+    Eie experts x expert width (PEFT's per-expert adapters), Eh experts x hidden (transformers' Llama 4 runs every
+    expert on every token, the unrouted ones at weight zero), and a constant."""
 
     h: float = 0.0
     q: float = 0.0
@@ -38,6 +39,7 @@ class ActivationCoefficients(_Frozen):
     is_: float = Field(0.0, alias="is")
     Er: float = 0.0
     Eie: float = 0.0
+    Eh: float = 0.0
     const: float = Field(0.0, alias="1")
     max_rel_error: float = 0.0
 

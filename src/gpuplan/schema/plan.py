@@ -15,6 +15,7 @@ from pydantic import (
 from gpuplan.schema.defaults import MEMORY_HEADROOM
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.fit import FitLimit, FitResult  # here before their own module: importers keep working
+from gpuplan.schema.framework import TrainingStack
 from gpuplan.schema.owned import HaveKind, HaveOption, HaveResult, HaveWay
 from gpuplan.schema.result import MemoryOut
 from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
@@ -276,6 +277,8 @@ class Candidate(_Out):
     action: Action | None = None
     #: how well its speed and price are known
     evidence: Evidence | None = None
+    #: training: the framework and kernels the candidate is timed on and its exports launch (issue #30)
+    stack: TrainingStack | None = None
 
 
 #: why a GPU type or server shape was not kept, for programs (the `reason` says it for people)
@@ -388,5 +391,5 @@ class PlanResult(_Out):
 
 __all__ = ["Action", "Candidate", "CandidateLayout", "ChecklistItem", "Deployment", "DeploymentChoice", "Evidence",
            "FaqAnswer", "GrowthRow", "GrowthStep", "HaveKind", "HaveOption", "HaveResult", "HaveWay", "PlanResult",
-           "PlanStats", "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "Verdict"]
+           "PlanStats", "RejectCode", "Rejected", "ServerNeeds", "ServerSpec", "TrainingStack", "Verdict"]
 __all__ += ["FitLimit", "FitResult"]

@@ -68,11 +68,11 @@ def render_skypilot(p: Project, c: Candidate, s: Shape, index: int) -> str:
                   "--node-rank=$SKYPILOT_NODE_RANK", f"--master-addr=${HEAD}", f"--master-port={PORT}"]
         head = f'{HEAD}=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n'
     run = (f"export OMP_NUM_THREADS={threads(c)}\n{head}"
-           + continued(["torchrun", *launch, "train.py", *script_args(p, s)]) + "\n")
+           + continued(["torchrun", *launch, s.script, *script_args(p, s)]) + "\n")
     task = {"name": slug(p.name), "resources": resources, "num_nodes": s.servers, "workdir": ".",
             "setup": "pip install -r requirements.txt\n", "run": run}
     header = [origin(p, c, index), layout_line(p, s), server_line(c), *warn,
-              "Edit: workdir (your code, with requirements.txt), setup, and train.py and its arguments in run.",
+              f"Edit: workdir (your code, with requirements.txt), setup, and {s.script} and its arguments in run.",
               *script_notes(p, s, index, " in the workdir"), *disk,
               f"Launch: sky launch -c {slug(p.name)} {FILENAMES['skypilot']}"]
     return comment(header) + to_yaml(task)

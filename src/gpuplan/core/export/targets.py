@@ -17,6 +17,7 @@ from __future__ import annotations
 from gpuplan.core.export.accelerate import ACCELERATE_PRECISION, render_accelerate
 from gpuplan.core.export.common import (
     FILENAMES,
+    FRAMEWORK_TARGETS,
     HEAD,
     PORT,
     SERVING_TARGETS,
@@ -54,6 +55,13 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
                              "vLLM with the planned tensor parallelism and replicas), kserve, lws")
         return FILENAMES[target], render_skyserve(project, candidate, index, model_id)
     s = read_shape(candidate)
+    allowed = FRAMEWORK_TARGETS.get(s.framework or "")
+    if allowed is not None and target not in allowed:
+        stack = candidate.stack.text if candidate.stack is not None else s.framework
+        raise InputError(["--to"], f"candidate {index} is planned on {stack}; --to {target} launches the Hugging Face "
+                         "Trainer, Accelerate or DeepSpeed, which the plan did not time", ", ".join(allowed) if allowed
+                         else f"none yet for {s.framework}: set workload.framework (hf-trainer, deepspeed) to plan "
+                         "for a stack gpuplan exports")
     render = {"accelerate": render_accelerate, "deepspeed": render_deepspeed, "torchrun": render_torchrun,
               "skypilot": render_skypilot}
     return FILENAMES[target], render[target](project, candidate, s, index)

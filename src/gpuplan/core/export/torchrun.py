@@ -19,8 +19,35 @@ from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project
 
 
+def megatron_args(p: Project, s: Shape) -> list[str]:
+    """Megatron-LM pretrain_gpt.py's arguments for the layout (megatron/training/arguments.py): parallel sizes
+    (sequence parallelism with tensor parallelism, as the speed model's tuned stack overlaps it), the distributed
+    optimizer for ZeRO-1, the batch, the sequence, full recomputation and the precision."""
+    w = p.workload
+    args = ["--tensor-model-parallel-size", str(s.tp), "--pipeline-model-parallel-size", str(s.pp),
+            "--micro-batch-size", str(s.micro), "--global-batch-size", str(s.global_batch)]
+    if w.sequence_length:
+        args += ["--seq-length", str(w.sequence_length)]
+    if s.tp > 1:
+        args.append("--sequence-parallel")
+    if s.zero == 1:
+        args.append("--use-distributed-optimizer")
+    if s.ckpt:
+        args += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    if w.precision in ("bf16-mixed", "bf16", "fp8-mixed"):
+        args.append("--bf16")
+    elif w.precision == "fp16-mixed":
+        args.append("--fp16")
+    if w.precision == "fp8-mixed":
+        args += ["--fp8-format", "hybrid"]
+    return args
+
+
 def script_args(p: Project, s: Shape) -> list[str]:
-    """The training script's arguments, in Hugging Face Trainer's names (TrainingArguments)."""
+    """The training script's arguments, in Hugging Face Trainer's names (TrainingArguments), or Megatron-LM's
+    when the plan timed the candidate on NeMo / Megatron-Core."""
+    if s.framework == "nemo":
+        return megatron_args(p, s)
     args = ["--per_device_train_batch_size", str(s.micro), "--gradient_accumulation_steps", str(s.accum)]
     prec = p.workload.precision
     if prec in ("bf16-mixed", "bf16", "fp8-mixed"):
@@ -36,6 +63,10 @@ def script_args(p: Project, s: Shape) -> list[str]:
 
 def script_notes(p: Project, s: Shape, index: int, where: str = "") -> list[str]:
     """What the script must do that its arguments do not say; `where`: where ds_config.json lies."""
+    if s.framework == "nemo":
+        return ["The plan timed NeMo / Megatron-Core: pretrain_gpt.py and its arguments are Megatron-LM's "
+                "(megatron/training/arguments.py); add the model (--num-layers, --hidden-size, ...), data, "
+                "tokenizer and optimizer arguments, or run the same layout from a NeMo recipe."]
     notes = ["The arguments after train.py are Hugging Face Trainer's (TrainingArguments): rename them for "
              "your own script."]
     parts = [f"ZeRO-{s.zero}"] * bool(s.zero) + [f"tensor parallel {s.tp}"] * (s.tp > 1) + \
@@ -69,9 +100,9 @@ def render_torchrun(p: Project, c: Candidate, s: Shape, index: int) -> str:
         where = [f"Run this same script on each of the {s.servers} servers, with {HEAD} set to the address of "
                  "one of them (server 0)."]
     header = [origin(p, c, index), layout_line(p, s), server_line(c),
-              "Edit: train.py and its arguments (extra arguments to this script are passed on).", *where,
+              f"Edit: {s.script} and its arguments (extra arguments to this script are passed on).", *where,
               *script_notes(p, s, index)]
-    cmd = continued(["torchrun", *launch, "train.py", *script_args(p, s), '"$@"'])
+    cmd = continued(["torchrun", *launch, s.script, *script_args(p, s), '"$@"'])
     return (f"#!/usr/bin/env bash\n{comment(header)}set -euo pipefail\n"
             f"export OMP_NUM_THREADS={threads(c)}  # {c.server.cpu_cores} CPU cores / {s.per_server} processes\n"
             f"{cmd}\n")
@@ -79,9 +110,9 @@ def render_torchrun(p: Project, c: Candidate, s: Shape, index: int) -> str:
 
 def continued(words: list[str], indent: str = "  ") -> str:
     """A command over several lines: the launcher's options one per line, the script and its arguments last."""
-    script = words.index("train.py")
+    script = next(i for i, w in enumerate(words) if w.endswith(".py"))
     lines = [words[0], *words[1:script], " ".join(words[script:])]
     return (" \\\n" + indent).join(lines)
 
 
-__all__ = ["continued", "render_torchrun", "script_args", "script_notes", "threads"]
+__all__ = ["continued", "megatron_args", "render_torchrun", "script_args", "script_notes", "threads"]

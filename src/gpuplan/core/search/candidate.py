@@ -16,6 +16,7 @@ from gpuplan.core.sizing.engine_memory import (
     estimate_serving_memory,
     serving_start_bytes,
 )
+from gpuplan.core.sizing.frameworks import stack_text
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.speed import (
@@ -24,6 +25,7 @@ from gpuplan.core.sizing.speed import (
     training_speed_result,
 )
 from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.framework import FrameworkCaps
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import (
@@ -32,6 +34,7 @@ from gpuplan.schema.plan import (
     Evidence,
     Rejected,
     ServerSpec,
+    TrainingStack,
 )
 from gpuplan.schema.project import Project
 from gpuplan.schema.serving import EngineDefaults, Objectives
@@ -75,6 +78,8 @@ class Context:
     engine: EngineDefaults | None = None
     #: the terms every training layout of the search shares (TrainingTerms' cache), reused for the shown ones
     terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
+    #: training: what the project's framework can run and how it names its layouts (None: no framework declared)
+    framework: FrameworkCaps | None = None
 
 
 def storage_terms(project: Project, params: ParamCount, trainable: int, dataset_bytes: float,
@@ -248,9 +253,11 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     else:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)
-    time = None
+    time = stack = None
     if ctx.training:
         assert k.work is not None and k.step is not None
+        stack = TrainingStack(framework=w.framework, stack=w.stack,
+                              text=stack_text(ctx.framework, w.task, lay, c.n, w.stack))
         time = training_speed_result(k.work, k.step, gpu, ctx.speed, ctx.total_tokens).time
         layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, dp=c.n // (lay.tp * lay.pp),
                                  gradient_checkpointing=w.gradient_checkpointing, micro_batch_size=w.micro_batch_size,
@@ -260,6 +267,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
                                  replicas=c.n // (lay.tp * lay.pp), batch_per_replica=w.batch_size)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
+    if stack is not None:
+        reasons.append(f"stack: {stack.text}")
     if ctx.training:
         reasons += departures(ctx, c, k.usable)
     inf = k.inference.inference if k.inference is not None else None
@@ -291,7 +300,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
         price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,
         time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=k.score, pareto=k.pareto, reasons=reasons,
-        evidence=ctx.evidence.get(gpu.id),
+        evidence=ctx.evidence.get(gpu.id), stack=stack,
     )
 
 

@@ -116,6 +116,8 @@ class _Search:
         weights_b, ckpt_b, per_token = storage_terms(proj, p, trainable, dataset_bytes, sample_tokens)
         #: training: the parts of the layouts' memory, shared with the shown candidates' estimates (Context.terms_cache)
         memory = MemoryCache()
+        #: what the project's framework can run (data/frameworks.toml `can`; None: no framework, or none declared)
+        self.framework = inp.catalog.frameworks.get(w.framework) if w.framework is not None else None
         self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable,
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
                            server_price=inp.server_price, rent_per_gpu_hour=inp.rent_per_gpu_hour,
@@ -124,7 +126,7 @@ class _Search:
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
                            engine=inp.serving.engine if inp.serving is not None and not self.training else None,
                            weights_bytes=weights_b, checkpoint_bytes=ckpt_b, bytes_per_token=per_token,
-                           terms_cache=memory)
+                           terms_cache=memory, framework=self.framework)
         #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them, by
         #: (GPUs, GPUs per server up to 8)
         self.configs: dict[ShapeKey, tuple[list[Config], int | None]] = {}
@@ -135,7 +137,8 @@ class _Search:
         #: training: the layouts, their memory and timed work (core/search/training.py)
         self.space = TrainingSpace(arch, p, w, self.gbs, inp.table, inp.overheads, inp.speed, trainable, tokens,
                                    memory=memory, grows=self.grows, grown_models=self.grown_models,
-                                   grown_workload=lambda gw: grown_workload(gw, proj, arch)) if self.training else None
+                                   grown_workload=lambda gw: grown_workload(gw, proj, arch),
+                                   framework=self.framework) if self.training else None
         #: configurations whose memory was computed and timings (training: the space counts them)
         self.evaluated = self.timed = 0
         self.picks: list[Pick] = []

@@ -22,6 +22,7 @@ from gpuplan.core.sizing.step import StepWork, WorkCache
 from gpuplan.core.sizing.step_time import GpuRates, StepTime, timed
 from gpuplan.core.sizing.training_memory import MemoryCache, layout_memory
 from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.framework import FrameworkCaps
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -80,10 +81,12 @@ class TrainingSpace:
 
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, gbs: int, table: ActivationTable, oh: Overheads,
                  sm: SpeedModel, trainable: int, total_tokens: float | None, *, memory: MemoryCache, grows: bool,
-                 grown_models: GrownModels, grown_workload: Callable[[Workload], Workload]) -> None:
+                 grown_models: GrownModels, grown_workload: Callable[[Workload], Workload],
+                 framework: FrameworkCaps | None = None) -> None:
         """`memory`: the parts of the layouts' memory (the search's, which its shown candidates' estimates read too);
         `grows`: whether the planned growth changes any layout's memory; `grown_models`: the grown model, the
-        search's; `grown_workload(w)`: `w` with the planned growth of the context."""
+        search's; `grown_workload(w)`: `w` with the planned growth of the context; `framework`: what the project's
+        framework can run (None: every layout), so only those layouts are made."""
         self.arch, self.p, self.w, self.gbs, self.table, self.sm = arch, p, w, gbs, table, sm
         self.trainable, self.total_tokens, self.grows = trainable, total_tokens, grows
         self.grown_models, self.grown_workload = grown_models, grown_workload
@@ -101,6 +104,12 @@ class TrainingSpace:
         #: configurations whose memory was computed, and timings
         self.computed = self.timed = 0
         self._cnn, self._decoder = arch.kind == "cnn", arch.kind == "decoder"
+        self.framework = framework
+        #: the ZeRO stages the framework runs with several data-parallel ranks, and with pipeline stages
+        self._zeros = tuple(z for z in (0, 1, 2, 3) if framework is None or z in framework.zero)
+        self._pp_zeros = tuple(z for z in self._zeros if framework is None or z in framework.pp_zero)
+        self._tp_ok = framework is None or w.task in framework.tp
+        self._pp_ok = framework is None or w.task in framework.pp
 
     # ------------------------------------------------------------------------------------------ memory
     def configs(self, n: int, per_server: int) -> list[Config]:
@@ -110,10 +119,10 @@ class TrainingSpace:
         out: list[Config] = []
         arch, layers = self.arch, self.arch.num_layers + self.arch.num_decoder_layers
         for tp in pow2_upto(min(per_server, 8)):
-            if tp > 1 and (self._cnn or arch.num_heads % tp):
+            if tp > 1 and (self._cnn or arch.num_heads % tp or not self._tp_ok):
                 continue
             for pp in pow2_upto(min(8, n // tp)):
-                if pp > 1 and (layers < 2 * pp or not self._decoder):
+                if pp > 1 and (layers < 2 * pp or not self._decoder or not self._pp_ok):
                     continue
                 if n % (tp * pp) or n // (tp * pp) > self.gbs:
                     continue
@@ -139,10 +148,10 @@ class TrainingSpace:
         peaks: list[tuple[int, int]] = []  # each layout's micro-batches', in the order of `made`
         made: list[tuple[Layout, bool, int]] = []  # (layout, recomputation, proxy's order)
         amps: list[AmpCasts] = []  # autocast's copies are divided by dp only under ZeRO-3
-        for zero in ((0, 1, 2, 3) if dp > 1 else (0,)):
+        for zero in ((self._zeros if pp == 1 else self._pp_zeros) if dp > 1 else (0,)):  # what the framework runs
             lay = layout_of(zero, tp, pp)
             states = cache.layout_states(arch, p, self.w, lay, dp)  # whatever the recomputation
-            if zero in (0, 3):
+            if zero in (0, 3) or not amps:  # ZeRO 1 and 2 share stage 0's copies
                 amps = [cache.amp_casts(arch, p, workloads[ckpt], lay, dp) for ckpt in ckpts]
             for ckpt, t, amp in zip(ckpts, terms, amps):
                 step_peaks(states, t, amp, pp, ckpt, steps, None, peaks)

@@ -65,7 +65,7 @@ def per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, t
     if moe is not None:
         split += (c.iek * moe.expert_intermediate_size * moe.experts_per_token + c.E * moe.num_experts
                   + c.is_ * moe.shared_intermediate_size + c.Er * moe.num_experts * rank
-                  + c.Eie * moe.num_experts * moe.expert_intermediate_size)
+                  + c.Eie * moe.num_experts * moe.expert_intermediate_size + c.Eh * moe.num_experts * arch.hidden_size)
     return max(c.h * arch.hidden_size + split / tp + c.r * rank + c.const, 2.0 * arch.hidden_size)
 
 

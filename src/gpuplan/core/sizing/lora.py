@@ -16,7 +16,7 @@ from gpuplan.schema.model import ModelArch
 Linear = tuple[str, int, int, int]  # (module name, in features, out features, how many in the model)
 
 _FUSED_QKV = {"gpt_neox": "query_key_value", "falcon": "query_key_value", "bloom": "query_key_value",
-              "phi3": "qkv_proj", "gpt2": "c_attn"}
+              "phi3": "qkv_proj", "gpt2": "c_attn", "mpt": "Wqkv"}
 _NAMES = {
     "default": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
     "phi": ("q_proj", "k_proj", "v_proj", "dense", "fc1", "fc1", "fc2"),
@@ -24,6 +24,7 @@ _NAMES = {
     "gpt_neox": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
     "falcon": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
     "bloom": ("", "", "", "dense", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h"),
+    "mpt": ("", "", "", "out_proj", "up_proj", "up_proj", "down_proj"),
     "bert": ("query", "key", "value", "dense", "dense", "dense", "dense"),
     "vit": ("q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc1", "fc2"),
     "t5": ("q", "k", "v", "o", "wi_0", "wi_1", "wo"),
@@ -63,11 +64,12 @@ def block_linears(arch: ModelArch) -> list[Linear]:
     if arch.moe is not None:
         m, e = arch.moe, arch.moe.moe_layers
         if arch.model_type != "qwen2_moe":  # qwen2_moe's router is not a plain Linear PEFT adapts
-            out.append(("gate", h, m.num_experts, e))
+            out.append(("router" if arch.model_type == "llama4_text" else "gate", h, m.num_experts, e))
         if m.shared_intermediate_size:
             s = m.shared_intermediate_size
-            out += [("gate_proj", h, s, e), ("up_proj", h, s, e), ("down_proj", s, h, e),
-                    ("shared_expert_gate", h, 1, e)]
+            out += [("gate_proj", h, s, e), ("up_proj", h, s, e), ("down_proj", s, h, e)]
+            if m.shared_expert_gate:
+                out.append(("shared_expert_gate", h, 1, e))
     if arch.pooler:  # bert: pooler dense, then the classifier
         out += [("dense", h, h, 1), ("classifier", h, arch.num_labels, 1)]
     elif arch.kind == "encoder":  # roberta's classification head: dense + out_proj
@@ -81,8 +83,8 @@ def _expert_adapters(arch: ModelArch, rank: int) -> int:
     """PEFT's adapters on fused 3-D expert weights: rank 2r per expert on the fused gate_up (r for each of
     gate and up), rank r on down."""
     m = arch.moe
-    if m is None or arch.model_type == "qwen2_moe":
-        return 0
+    if m is None or arch.model_type in ("qwen2_moe", "llama4_text"):  # llama4's experts are plain Parameters: PEFT's
+        return 0  # all-linear leaves them
     h, ie = arch.hidden_size, m.expert_intermediate_size
     return m.moe_layers * rank * m.num_experts * (2 * (h + 2 * ie) + (ie + h))
 

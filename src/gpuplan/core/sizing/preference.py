@@ -20,6 +20,7 @@ Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from gpuplan.core.sizing.params import ParamCount
@@ -94,6 +95,17 @@ def check_dpo(arch: ModelArch, w: Workload) -> None:
 def policy_noted(project: Project, base_dir: T, notes: list[Note]) -> tuple[Project, T, list[Note]]:
     """The API's project as every step reads it (`policy_project`), with the DPO note after `notes`."""
     return policy_project(project), base_dir, [*notes, *dpo_notes(project.workload)]
+
+
+def as_training(policy: Project, apply: Callable[[Project], tuple[Project, list[Note]]]) -> tuple[Project, list[Note]]:
+    """`apply` (a framework's defaults: catalog/frameworks.with_framework) run on a DPO policy's view as on the
+    plain training it is, the `dpo` section set aside meanwhile and put back (it marks the view as DPO's)."""
+    spec = policy.workload.dpo
+    if spec is None:
+        return apply(policy)
+    bare = policy.model_copy(update={"workload": policy.workload.model_copy(update={"dpo": None})})
+    done, notes = apply(bare)
+    return done.model_copy(update={"workload": done.workload.model_copy(update={"dpo": spec})}), notes
 
 
 def in_pairs(result: PlanResult, w: Workload) -> PlanResult:

@@ -77,8 +77,8 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
         "data parallel",
         f"plain eager PyTorch + transformers: x{prm.eager_step_factor:g} the tuned step (measured on an H200)"
         if w.stack == "eager" else
-        f"a tuned training stack (workload.stack: eager, the HF Trainer's default, measured "
-        f"x{prm.eager_step_factor:g} slower on an H200)",
+        f"a tuned training stack (Megatron-Core, NeMo, torchtitan, fused kernels; the HF Trainer's eager stack is "
+        f"measured x{prm.eager_step_factor:g} slower on an H200)",
     ]
     if st.goodput != 1.0:
         assumptions.append(f"goodput {st.goodput:.0%}: restarts, evaluation and checkpoints on a run longer than "
