@@ -135,6 +135,10 @@ def planned(name: str) -> tuple[Project, PlanResult]:
 def test_every_example_is_planned_on_a_layout_its_framework_runs(name: str) -> None:
     proj, plan = planned(name)
     task = proj.workload.task
+    if task == "dpo":  # a DPO policy trains as its method's task (core/sizing/preference.py), on that framework
+        from gpuplan.core.sizing.preference import POLICY_TASK
+        assert proj.workload.dpo is not None
+        task = POLICY_TASK[proj.workload.dpo.method]
     for c in plan.candidates:
         assert runnable(c, task), (c.gpu_id, c.layout, c.stack)
         assert f"stack: {c.stack.text}" in c.reasons  # type: ignore[union-attr]

@@ -80,6 +80,8 @@ def _costs(c: Candidate, d: Deployment, cost: float, basis: Basis, horizon: int)
     if basis == "per run":
         runs = d.total_cost / cost if cost > 0 else 0.0
         took = f" of {fmt_hours(c.time_hours)}" if c.time_hours is not None else ""
+        if c.stack is not None and c.stack.framework is not None:  # the software the time is for (issue #30)
+            took += f" on {c.stack.text}"
         return f"{fmt_money(cost, money)} per run{took}" + (f", {total} ({runs:,.0f} runs)" if runs > 1.05 else "")
     if basis == "per month":
         return f"{fmt_money(cost, money)} a month, {total}"
