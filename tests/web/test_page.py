@@ -319,3 +319,31 @@ def test_the_pages_labels_follow_the_language(page: Any, server: str, client: Ap
     page.select_option("#lang", "en")
     assert page.locator("fieldset legend").first.inner_text() == "Project"
     assert page.locator("#plan-button").inner_text() == "Plan"
+
+
+def test_a_chat_service_for_200_users_with_its_slo_is_planned_on_the_page(page: Any, server: str,
+                                                                          client: Api) -> None:
+    """Issue #29: the form offered batch size and target latency only, so a chat service for 200 users with a TTFT
+    objective could not be entered. It takes users, think time, arrival rate, use case, engine and the SLO."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.select_option("#example", "llama3-70b-serving")
+    planned(page, "llama3-70b-serving")
+    for path, value in (("workload.users", "200"), ("workload.think_time_s", "20"),
+                        ("workload.context_length", "2448"), ("workload.output_tokens", "400"),
+                        ("workload.slo.ttft_s", "2"), ("workload.slo.itl_s", "0.05"),
+                        ("workload.target_latency_s", "")):
+        page.fill(f'[data-path="{path}"]', value)
+    page.select_option('[data-path="workload.use_case"]', "chat")
+    page.click("#plan-button")
+    # the plan shown is the service's: its latency table holds the project's own objectives
+    page.wait_for_function("() => { const td = document.querySelector('#serving-latency tbody tr td:last-child');"
+                           " return td && td.textContent === '2 at p90'; }")
+    project = link_project(page.url)
+    w = project["workload"]
+    assert (w["users"], w["think_time_s"], w["use_case"], w["slo"]) == (200, 20, "chat", {"ttft_s": 2, "itl_s": 0.05})
+    assert "target_latency_s" not in w
+    assert shown_recommendation(page) == api_recommendation(client, project)
+    status, plan, _ = client.call("POST", "/api/plan", project)
+    inf = plan["recommendation"]["inference"]
+    assert inf["load"] == "users" and inf["objectives"]["origins"]["ttft"] == "slo"

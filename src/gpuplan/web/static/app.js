@@ -149,7 +149,11 @@ const FR = {
   "Save as": "Enregistrer sous", "Save scenario": "Enregistrer le scénario", "Compare selected": "Comparer la sélection",
   "Latency of the recommended servers at the project's load (seconds)":
     "Latence des serveurs recommandés à la charge du projet (secondes)",
-  "objective": "objectif",
+  "objective": "objectif", "Users": "Utilisateurs", "Think time (s)": "Temps de réflexion (s)",
+  "Arrival rate (requests/s)": "Débit d'arrivée (requêtes/s)", "Use case": "Cas d'usage", "Engine": "Moteur",
+  "TTFT objective (s)": "Objectif TTFT (s)", "ITL objective (s)": "Objectif ITL (s)",
+  "End-to-end objective (s)": "Objectif de bout en bout (s)", "Objective percentile": "Centile des objectifs",
+  "Users ×": "Utilisateurs ×",
 };
 const VERBS = { en: { rent: "Rent", buy: "Buy" }, fr: { rent: "Louer", buy: "Acheter" } };
 function relabel(lang) {
