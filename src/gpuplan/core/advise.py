@@ -63,11 +63,12 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     )
     out: SearchOutput[Any] = (search_traced(inp, traced, obj) if traced is not None
                               else search(inp, obj, growth_top=top, top=top))
-    shown, over = _within_budget(project, out, bundle, currency, top, as_of, _work(project, arch))
+    work = _work(project, arch)  # a training run's grown compute, counted once for the costs and the checklist
+    shown, over = _within_budget(project, out, bundle, currency, top, as_of, work)
     if not shown:
         raise InfeasibleError(binding_constraint([*out.rejected, *over], project.workload.task))
     rejected = [*out.rejected, *over]
-    checklists = [build_checklist(project, c, catalog, _work(project, arch)) for c in shown]
+    checklists = [build_checklist(project, c, catalog, work) for c in shown]
     # the recommendation is the best candidate whose checklist fails nowhere (a hard limit it breaks is no
     # recommendation); the others stay listed in rank order
     best = next((i for i, cl in enumerate(checklists) if all(item.verdict != "fail" for item in cl)), None)
@@ -75,8 +76,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         raise InfeasibleError("every candidate fails the decision checklist: " + "; ".join(
             f"{shown[0].gpu_id}: {item.item}: {item.reasons[-1]}" for item in checklists[0] if item.verdict == "fail"))
     rec, checklist = shown[best], checklists[best]
-    faq = build_faq(project, rec, out.ranked, rejected, catalog, bundle.host_support, bundle.platform_needs,
-                    _work(project, arch))
+    faq = build_faq(project, rec, out.ranked, rejected, catalog, bundle.host_support, bundle.platform_needs, work)
     notes = list(inp.notes)
     for kind in ("gpu", "cpu", "platform", "drive", "nic"):
         for rid in catalog.table(kind).overridden():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuplan.core.cost.growth import grown_servers, serving_additions
+from gpuplan.core.cost.growth import grown_servers, planned_work, serving_additions
 from gpuplan.core.search.ranking import Listed
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
@@ -85,7 +85,7 @@ def growth_item(rec: Candidate | None, project: Project, catalog: Catalog, work:
         if rec.inference is not None and g.users_scale > 1 and project.workload.task == "inference":
             reasons.append(_serving_growth(rec, g.users_scale, g.horizon_months))
         if rec.time_hours is not None and (g.data_scale > 1 or g.model_scale > 1):
-            factor = work if work is not None else max(1.0, g.model_scale) * max(1.0, g.data_scale)
+            factor = work if work is not None else planned_work(g.model_scale, g.data_scale)
             line, late = _training_growth(rec.time_hours * factor, factor, g.model_scale, g.data_scale,
                                           project.goals.deadline_days)
             reasons.append(line)
@@ -207,7 +207,7 @@ def _dedicated_or_cloud(project: Project, rec: Candidate | None, work: float | N
     # dedicated vs cloud: how busy the server would be
     if rec is not None and rec.time_hours is not None and training:
         g = project.growth  # the grown model on the grown data, as the costs count it
-        busy = rec.time_hours * (work if work is not None else max(1.0, g.model_scale) * max(1.0, g.data_scale))
+        busy = rec.time_hours * (work if work is not None else planned_work(g.model_scale, g.data_scale))
         share = busy / horizon_h
         answer = ("cloud or rented GPUs for this run" if share < 0.3 else "a dedicated server")
         return FaqAnswer(

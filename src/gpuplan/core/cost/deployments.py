@@ -8,7 +8,7 @@ import datetime
 import statistics
 from dataclasses import dataclass
 
-from gpuplan.core.cost.growth import mean_load, serving_additions
+from gpuplan.core.cost.growth import mean_load, planned_work, serving_additions
 from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
 from gpuplan.core.cost.tco import choose, compare
@@ -88,7 +88,7 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
     g = proj.growth
     return Pricing(project=proj, assumptions=cost_assumptions(proj, book, currency), cloud=cloud, hosting=hosting,
                    stale=stale, currency=currency, conversion=conversion,
-                   work=work if work is not None else max(1.0, g.model_scale) * max(1.0, g.data_scale))
+                   work=work if work is not None else planned_work(g.model_scale, g.data_scale))
 
 
 def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, currency: str, as_of: datetime.date,

@@ -64,6 +64,11 @@ def grown_servers(inf: InferenceSpeed | None, layout: CandidateLayout, gpus_per_
     return max(servers, servers_for(need, layout, gpus_per_server))
 
 
+def planned_work(model_scale: float, data_scale: float) -> float:
+    """`training_work` when the parameters are not known (a model known by its trace): the scales' product."""
+    return max(1.0, model_scale) * max(1.0, data_scale)
+
+
 def training_work(parameters: int, grown_parameters: int, data_scale: float) -> float:
     """The compute of the grown run (the model grown to `grown_parameters`, on `data_scale` x the data) against one
     run of the project as planned: training compute scales with parameters x tokens."""
@@ -71,4 +76,5 @@ def training_work(parameters: int, grown_parameters: int, data_scale: float) -> 
     return max(1.0, ratio) * max(1.0, data_scale)
 
 
-__all__ = ["grown_servers", "load_at", "mean_load", "serving_additions", "servers_for", "training_work"]
+__all__ = ["grown_servers", "load_at", "mean_load", "planned_work", "serving_additions", "servers_for",
+           "training_work"]
