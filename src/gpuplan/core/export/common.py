@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 from gpuplan.core.layout_text import launch_layout_text
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
-from gpuplan.schema.project import Project
+from gpuplan.schema.project import Project, Workload
 from gpuplan.units import fmt_gib
 
 Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws"]
@@ -117,6 +117,35 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpuplan"
 
 
+def vllm_engine_flags(w: Workload, batch: int | None, model: str) -> tuple[list[str], list[str]]:
+    """vLLM's engine flags for what the plan sized (concurrent sequences, the context, the token budget, the memory
+    fraction, the weights' and KV cache's dtypes), and notes on what to check; `model`: how the file names the model
+    to point at a quantized checkpoint ("MODEL_ID", "the model id")."""
+    args: list[str] = []
+    if batch is not None:
+        args += ["--max-num-seqs", str(batch)]
+    if w.context_length:
+        args += ["--max-model-len", str(w.context_length + (w.output_tokens or 0))]
+    if w.prefill_tokens:
+        args += ["--max-num-batched-tokens", str(w.prefill_tokens)]
+    if w.gpu_memory_utilization:
+        args += ["--gpu-memory-utilization", f"{w.gpu_memory_utilization:g}"]
+    dtype = w.weights_dtype or "bf16"
+    notes = []
+    if dtype in ("bf16", "fp16", "fp32"):
+        args += ["--dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[dtype]]
+    elif dtype == "fp8":
+        args += ["--quantization", "fp8"]
+    elif dtype in ("nvfp4", "mxfp4"):  # vLLM reads the format from the checkpoint's quantization config
+        notes.append(f"{dtype} weights: set {model} to an {dtype.upper()} checkpoint (e.g. NVIDIA's ModelOpt *-FP4 "
+                     "models for nvfp4); vLLM takes the format from its config.")
+    else:
+        notes.append(f"{dtype} weights: set {model} to a {dtype}-quantized checkpoint (AWQ, GPTQ).")
+    if w.kv_cache_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    return args, notes
+
+
 def _scalar(v: Any) -> str:
     if v is None:
         return "null"
@@ -151,4 +180,5 @@ def to_yaml(d: dict[str, Any], indent: int = 0) -> str:
 
 
 __all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "SCRIPTS", "SERVING_TARGETS", "TARGETS", "Shape", "Target",
-           "comment", "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml"]
+           "comment", "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml",
+           "vllm_engine_flags"]

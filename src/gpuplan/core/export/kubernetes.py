@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.core.export.common import comment, origin, server_line, slug, to_yaml
+from gpuplan.core.export.common import comment, origin, server_line, slug, to_yaml, vllm_engine_flags
 from gpuplan.core.export.skypilot import ROCM_GPUS
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
@@ -64,31 +64,13 @@ class Replicas:
 def vllm_args(p: Project, c: Candidate, r: Replicas, parallel: bool = True) -> tuple[list[str], list[str]]:
     """vLLM's engine arguments for the candidate (tensor and pipeline parallel unless `parallel` is False, where the
     platform sets them), and notes on what to check."""
-    w = p.workload
     args: list[str] = []
     if parallel:
         args += ["--tensor-parallel-size", str(r.tp)]
         if r.pp > 1:
             args += ["--pipeline-parallel-size", str(r.pp)]
-    if r.batch is not None:
-        args += ["--max-num-seqs", str(r.batch)]
-    if w.context_length:
-        args += ["--max-model-len", str(w.context_length + (w.output_tokens or 0))]
-    if w.prefill_tokens:
-        args += ["--max-num-batched-tokens", str(w.prefill_tokens)]
-    if w.gpu_memory_utilization:
-        args += ["--gpu-memory-utilization", f"{w.gpu_memory_utilization:g}"]
-    dtype = w.weights_dtype or "bf16"
-    notes = []
-    if dtype in ("bf16", "fp16", "fp32"):
-        args += ["--dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[dtype]]
-    elif dtype == "fp8":
-        args += ["--quantization", "fp8"]
-    else:
-        notes.append(f"{dtype} weights: point the model id at a {dtype}-quantized checkpoint; vLLM reads the format "
-                     "from its config.")
-    if w.kv_cache_dtype == "fp8":
-        args += ["--kv-cache-dtype", "fp8"]
+    flags, notes = vllm_engine_flags(p.workload, r.batch, "the model id")
+    args += flags
     return args, notes
 
 

@@ -18,6 +18,7 @@ from gpuplan.core.export.common import (
     server_line,
     slug,
     to_yaml,
+    vllm_engine_flags,
 )
 from gpuplan.core.export.torchrun import continued, script_args, script_notes, threads
 from gpuplan.schema.plan import Candidate
@@ -87,25 +88,8 @@ def render_skyserve(p: Project, c: Candidate, index: int, model_id: str | None) 
     args = ['"$MODEL_ID"', "--port", "8000", "--tensor-parallel-size", str(tp)]
     if per_server > 1:
         args += ["--data-parallel-size", str(per_server)]
-    if lay.batch_per_replica is not None:
-        args += ["--max-num-seqs", str(lay.batch_per_replica)]
-    if w.context_length:
-        args += ["--max-model-len", str(w.context_length + (w.output_tokens or 0))]
-    if w.prefill_tokens:
-        args += ["--max-num-batched-tokens", str(w.prefill_tokens)]
-    dtype = w.weights_dtype or "bf16"
-    notes = []
-    if dtype in ("bf16", "fp16", "fp32"):
-        args += ["--dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[dtype]]
-    elif dtype == "fp8":
-        args += ["--quantization", "fp8"]
-    elif dtype in ("nvfp4", "mxfp4"):  # vLLM reads the format from the checkpoint's quantization config
-        notes.append(f"{dtype} weights: set MODEL_ID to an {dtype.upper()} checkpoint (e.g. NVIDIA's ModelOpt *-FP4 "
-                     "models for nvfp4); vLLM takes the format from its config.")
-    else:
-        notes.append(f"{dtype} weights: set MODEL_ID to a {dtype}-quantized checkpoint (AWQ, GPTQ).")
-    if w.kv_cache_dtype == "fp8":
-        args += ["--kv-cache-dtype", "fp8"]
+    flags, notes = vllm_engine_flags(w, lay.batch_per_replica, "MODEL_ID")
+    args += flags
     if c.gpu_id in ROCM_GPUS:
         notes.append("AMD GPUs: install vLLM's ROCm build (setup) or run from a ROCm vLLM image.")
     task = {"name": slug(p.name), "envs": {"MODEL_ID": model_id},
