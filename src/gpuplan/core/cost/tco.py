@@ -92,12 +92,16 @@ def _managed(cfg: Config, use: Usage, offers: list[HostingOffer], currency: str)
     return out
 
 
+#: a cloud commitment's term in months (0: none), by price kind
+CLOUD_TERMS = {"on-demand": 0, "reserved-1y": 12, "reserved-3y": 36}
+
+
 def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: Assumptions) -> list[Deployment]:
     n = cfg.gpus_per_server * cfg.servers
     months = use.horizon_months
     hours = months * HOURS_PER_MONTH * (1.0 if use.serving else use.utilization)
     out = []
-    kinds = {"on-demand": 0, "reserved-1y": 12, "reserved-3y": 36}
+    kinds = CLOUD_TERMS
     on_demand = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == "on-demand"]
     for kind, term in kinds.items():
         rows = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
@@ -230,24 +234,26 @@ def compare(cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[Host
 def _grown(d: Deployment, cfg: Config, use: Usage, cloud: list[CloudPrice], hosting: list[HostingOffer],
            a: Assumptions, currency: str) -> Deployment:
     """`d` with the servers the planned growth adds (`use.additions`), each got the same way as `d` from its month
-    to the horizon (cloud capacity reserved for a term longer than the months left: on demand), in its total."""
+    to the horizon, in its total. A cloud reservation added with fewer months left than its term is paid for its whole
+    term; an addition to reserved capacity is rented on demand instead where that costs less, so that a load growing
+    sooner never costs less."""
     per_server = cfg.price / cfg.servers if cfg.price is not None else None
     steps: list[GrowthStep] = []
-    fallbacks = 0
+    fallbacks = past = 0
     for month, k in use.additions:
         sub_cfg = cfg.model_copy(update={"servers": k, "price": None if per_server is None else per_server * k})
-        sub_use = use.model_copy(update={"horizon_months": use.horizon_months - month, "additions": (),
-                                         "storage_bytes": 0.0})
+        left = use.horizon_months - month
+        sub_use = use.model_copy(update={"horizon_months": left, "additions": (), "storage_bytes": 0.0})
         way: Deployment | None
         if d.option == "on-prem":
             way = _on_prem(sub_cfg, sub_use, a, currency)
         elif d.option == "managed":
             way = next((x for x in _managed(sub_cfg, sub_use, hosting, currency) if x.provider == d.provider), None)
         else:
-            ways = {x.provider: x for x in _cloud(sub_cfg, sub_use, cloud, currency, a)}
-            way = ways.get(d.provider)
-            if way is None and "cloud on-demand" in ways:
-                way, fallbacks = ways["cloud on-demand"], fallbacks + 1
+            way, rented_on_demand = _cloud_addition(d.provider, sub_cfg, sub_use, cloud, currency, a)
+            fallbacks += rented_on_demand
+            term = CLOUD_TERMS.get(d.provider.removeprefix("cloud "), 0)
+            past += way is not None and not rented_on_demand and term > left
         if way is None:
             return d.model_copy(update={"warnings": [*d.warnings, "the servers the planned growth adds are not "
                                                      "priced this way (no quote for them): not in the total"]})
@@ -259,9 +265,32 @@ def _grown(d: Deployment, cfg: Config, use: Usage, cloud: list[CloudPrice], host
     note = (f"growth ({use.growth_note}): " if use.growth_note else "growth: ") + ", ".join(
         f"+{st.servers} server(s) from month {st.month}" for st in steps) + f", {added:,.0f} {currency} in the total"
     if fallbacks:
-        note += " (rented on demand where fewer months are left than the reservation's term)"
+        note += " (rented on demand where that costs less than a reservation, whose whole term is paid)"
+    if past:
+        note += " (a reservation made with fewer months left than its term is paid for the whole term)"
     return d.model_copy(update={"growth": steps, "total_cost": total, "monthly_cost": total / use.horizon_months,
                                 "assumptions": [*d.assumptions, note]})
+
+
+def _cloud_addition(provider: str, cfg: Config, use: Usage, cloud: list[CloudPrice], currency: str,
+                    a: Assumptions) -> tuple[Deployment | None, bool]:
+    """Cloud capacity added for the `use.horizon_months` left, the way `provider` ("cloud reserved-1y") rents, and
+    whether it is rented on demand instead: a reservation is paid for its whole term even where fewer months are
+    left (its cost spread over the months left), and on demand is taken where it costs less."""
+    left = use.horizon_months
+    term = CLOUD_TERMS.get(provider.removeprefix("cloud "), 0)
+    ways = {x.provider: x for x in _cloud(cfg, use, cloud, currency, a)}
+    way = ways.get(provider)
+    if way is None and term > left:
+        full = next((x for x in _cloud(cfg, use.model_copy(update={"horizon_months": term}), cloud, currency, a)
+                     if x.provider == provider), None)
+        if full is not None:
+            way = full.model_copy(update={"running_monthly": full.total_cost / left,
+                                          "monthly_cost": full.total_cost / left})
+    od = ways.get("cloud on-demand")
+    if term and od is not None and (way is None or od.total_cost < way.total_cost):
+        return od, True
+    return way, False
 
 
 def _per_unit(d: Deployment, use: Usage) -> dict[str, object]:
