@@ -47,6 +47,25 @@ def test_unknown_key_suggests_the_right_one() -> None:
     assert "micro_batch_size" in str(e) and "did you mean" in str(e) and "p.yaml" in str(e)
 
 
+@pytest.mark.parametrize(("key", "ours"), [("input_tokens", "context_length"), ("prompt_tokens", "context_length"),
+                                           ("max_new_tokens", "output_tokens"), ("qps", "arrival_rate"),
+                                           ("per_device_train_batch_size", "micro_batch_size")])
+def test_another_tools_name_for_a_key_points_to_ours(key: str, ours: str) -> None:
+    """A serving prompt's `input_tokens` (vLLM's benchmark, most papers) is `context_length` here: spelling alone
+    suggests `output_tokens`, the wrong key."""
+    e = _error({**FULL, "workload": {**FULL["workload"], key: 100}})
+    assert e.loc == ("workload", key)
+    assert f"'workload.{ours}' here" in str(e) and "output_tokens'" not in str(e).split("(allowed")[0].replace(
+        "'workload.output_tokens'", "")
+    assert e.suggestions[0] == ours  # type: ignore[attr-defined]
+
+
+def test_a_key_in_the_wrong_section_says_where_it_goes() -> None:
+    e = _error({**FULL, "data": {"tokens": 10**9}})
+    assert e.loc == ("data", "tokens")
+    assert "'workload.tokens' is where it goes" in str(e)
+
+
 def test_bad_literal_lists_allowed_values() -> None:
     e = _error({**FULL, "workload": {**FULL["workload"], "precision": "bf16mixed"}})
     assert e.loc == ("workload", "precision")

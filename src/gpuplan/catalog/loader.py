@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.catalog import reading
 from gpuplan.catalog.hf_config import arch_from_hf_config
+from gpuplan.catalog.project_errors import translate_validation_error
 from gpuplan.core.sizing.lora import check_target_names
-from gpuplan.errors import CatalogError, InputError, UnknownNameError, UnsupportedModelError, clip, suggest
+from gpuplan.errors import CatalogError, InputError, UnknownNameError, UnsupportedModelError, clip
 from gpuplan.schema.estimate import ActivationCoefficients, ActivationTable, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import ModelRef, Project
@@ -225,57 +226,6 @@ def load_activation_table() -> ActivationTable:
 
 
 # ---------------------------------------------------------------------------------------------- projects
-
-def _field_names(model: type[BaseModel]) -> list[str]:
-    return list(model.model_fields)
-
-
-def _sub_model(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
-    """The pydantic model at a field path, to list the keys allowed there."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int) or current is None:
-            continue
-        field = current.model_fields.get(part)
-        if field is None:
-            return None
-        ann = field.annotation
-        candidates = [ann, *getattr(ann, "__args__", ())]
-        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
-    return current if isinstance(current, type) else None
-
-
-def translate_validation_error(exc: ValidationError, source: str, root: type[BaseModel] = Project) -> InputError:
-    """The first pydantic error as an InputError: field path, what is wrong, what is allowed, did you mean."""
-    err = exc.errors()[0]
-    kind = err["type"]
-    raw = list(err["loc"])
-    last = raw[-1:] if kind == "extra_forbidden" else []  # the unknown key itself, whatever its spelling
-    loc = [p for p in raw[:len(raw) - len(last)]
-           if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))] + last
-    if kind == "extra_forbidden":
-        parent = _sub_model(root, loc[:-1])
-        known = _field_names(parent) if parent else []
-        name = str(loc[-1])
-        hint = suggest(name, known)
-        msg = f"unknown key {clip(name)}" + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
-        error = InputError(loc, msg, ", ".join(known) or None, source=source)
-        error.suggestions = hint  # type: ignore[attr-defined]
-        return error
-    if kind == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
-        allowed = [a.strip().strip("'") for a in expected.replace(" or ", ", ").split(",") if a.strip()]
-        hint = suggest(str(err.get("input")), allowed)
-        msg = f"{clip(err.get('input'))} is not allowed" + (
-            f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
-        return InputError(loc, msg, ", ".join(allowed), source=source)
-    if kind == "missing":
-        return InputError(loc, "is required", source=source)
-    msg = err["msg"].removeprefix("Value error, ")
-    if "input" in err and not isinstance(err["input"], (dict, list)):
-        msg += f" (got {clip(err['input'])})"
-    return InputError(loc, msg, source=source)
-
 
 def parse_project(data: Any, source: str = "project") -> Project:
     if not isinstance(data, Mapping):
