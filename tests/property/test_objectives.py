@@ -82,3 +82,40 @@ def test_the_chat_service_buys_what_its_own_objectives_need() -> None:
     line = next(r for r in rec.reasons if r.startswith("objectives at p90"))
     assert "TTFT 2 s (the project's slo)" in line and "E2E" in line and "use_case chat, scaled" in line
     assert line in render_markdown(result)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=st.sampled_from(CASES), prompt=st.integers(16, 131072))
+def test_a_templates_ttft_follows_the_projects_prompt(case: str, prompt: int) -> None:
+    """A template's TTFT is written for its own prompts: a longer prompt (more prefill) gets it scaled by the ratio,
+    said in its origin; a shorter one keeps the template's (never stricter than the template as written)."""
+    t = SERVING.use_cases[case]
+    obj = objectives(Workload(task="inference", use_case=case, context_length=prompt), SERVING)
+    assert obj.ttft_s is not None
+    if prompt > t.prompt_tokens:
+        assert abs(obj.ttft_s - t.ttft_s * prompt / t.prompt_tokens) <= 1e-12 * obj.ttft_s
+        assert obj.origins["ttft"] == f"use_case {case}, scaled to {prompt:,} prompt tokens"
+    else:
+        assert obj.ttft_s == t.ttft_s and obj.origins["ttft"] == f"use_case {case}"
+    longer = objectives(Workload(task="inference", use_case=case, context_length=prompt * 2), SERVING)
+    assert longer.ttft_s is not None and longer.ttft_s >= obj.ttft_s  # monotone in the prompt
+    assert (longer.e2e_s or 0) >= (obj.e2e_s or 0)
+
+
+def test_a_chat_service_with_long_prompts_is_planned_on_8_nvlink_gpus() -> None:
+    """Qwen2.5-72B for 120 chat users with 1,500-token prompts: held to the chat template's 0.15 s TTFT (written for
+    512-token prompts), no 8 x H100/H200/A100 server qualified and a Gaudi 3 server with extrapolated speed won; on
+    0.15 x 1,500 / 512 s, an 8-GPU NVLink server (H100, H200 or B200) serves it."""
+    from gpuplan.api import plan
+
+    project = {"name": "qwen72-chat", "model": {"preset": "qwen2.5-72b"},
+               "workload": {"task": "inference", "users": 120, "think_time_s": 30, "use_case": "chat",
+                            "context_length": 1500, "output_tokens": 400},
+               "goals": {"purpose": "production", "objective": "cost",
+                         "budget": {"amount": 400000, "currency": "EUR", "period": "total"}},
+               "growth": {"users_scale": 1.5, "horizon_months": 36}}
+    rec = plan(project).recommendation
+    assert rec is not None and rec.inference is not None
+    assert rec.gpu_id.split("-")[0] in ("h100", "h200", "b200") and rec.gpus_per_server * rec.servers == 8
+    assert rec.inference.objectives is not None
+    assert rec.inference.objectives.origins["ttft"] == "use_case chat, scaled to 1,500 prompt tokens"

@@ -138,16 +138,26 @@ def objectives(w: Workload, serving: ServingData) -> Objectives:
            "e2e": (slo.e2e_s if slo and slo.e2e_s else None) or w.target_latency_s}
     origins = {k: ("slo" if k != "e2e" or (slo and slo.e2e_s) else "target_latency_s")
                for k, v in own.items() if v}
-    ttft = own["ttft"] or (case.ttft_s if case else None)
+    ttft = own["ttft"] or (_template_ttft(case, w) if case else None)
     itl = own["itl"] or (case.itl_s if case else None)
     e2e = own["e2e"]
     if case is not None:
         origins.update({k: f"use_case {case.id}" for k in ("ttft", "itl") if not own[k]})
+        if not own["ttft"] and ttft != case.ttft_s:
+            origins["ttft"] = f"use_case {case.id}, scaled to {w.context_length:,} prompt tokens"
         if not e2e:
             e2e, origins["e2e"] = _template_e2e(case, w, ttft or 0.0, itl or 0.0, bool(own["ttft"] or own["itl"]))
     pct = slo.percentile if slo else (case.percentile if case else 90)
     origin = "slo" if slo else ("use_case" if case else ("target_latency_s" if w.target_latency_s else "none"))
     return Objectives(ttft_s=ttft, itl_s=itl, e2e_s=e2e, percentile=pct, origin=origin, origins=origins)
+
+
+def _template_ttft(case: UseCaseTemplate, w: Workload) -> float:
+    """A use case's TTFT objective for the project's prompts: the template's is written for its own prompt length,
+    and a prompt's prefill takes time in proportion to its tokens, so a longer prompt gets the template's TTFT x
+    the ratio (issue #27: a template's objectives scale with the project's lengths); a shorter one keeps it."""
+    prompt = w.context_length or case.prompt_tokens
+    return case.ttft_s * max(prompt / case.prompt_tokens, 1.0)
 
 
 def _template_e2e(case: UseCaseTemplate, w: Workload, ttft: float, itl: float, own: bool) -> tuple[float, str]:
