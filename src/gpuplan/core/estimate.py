@@ -5,12 +5,12 @@ model and finds the GPU row; everything computed here is arithmetic over typed d
 from __future__ import annotations
 
 import datetime
-import math
 
 from gpuplan.core.sizing.engine_memory import (
     admitted_memory,
     engine_cap,
     estimate_serving_memory,
+    in_flight_requests,
     serving_layout,
     serving_start_bytes,
     serving_usable,
@@ -118,14 +118,6 @@ def kv_notes(arch: ModelArch, w: Workload, holds: int | None, inf: InferenceSpee
                          f"tokens per replica ({inf.kv_cache_tokens:,} tokens); of the {per_replica:,.0f} in flight "
                          "the rest wait in its queue, which the latency figures count: more replicas, more tensor "
                          "parallelism or a GPU with more memory to admit them")]
-
-
-def in_flight_requests(arch: ModelArch, w: Workload, inf: InferenceSpeed | None) -> int:
-    """The requests the load keeps in flight per replica (queued ones included): the batch for a fixed concurrency,
-    else the mean concurrency per replica the serving model finds (the batch when it has none: no GPU given)."""
-    if inf is None or inf.load == "batch_size" or inf.replicas < 1:
-        return max(resolve(arch, w).batch, 1)
-    return max(math.ceil(inf.concurrency / inf.replicas - 1e-9), 1)
 
 
 def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:

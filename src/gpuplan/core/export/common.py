@@ -117,6 +117,15 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpuplan"
 
 
+def engine_batch_cap(c: Candidate) -> int | None:
+    """The cap on concurrent sequences a serving export passes the engine (`--max-num-seqs`): a fixed batch's size;
+    none for users or an arrival rate, whose plan timed the engine's own cap (vLLM's default) with about
+    `layout.batch_per_replica` requests in flight, which a cap at that mean would queue at every peak."""
+    if c.inference is not None and c.inference.load != "batch_size":
+        return None
+    return c.layout.batch_per_replica
+
+
 def vllm_engine_flags(w: Workload, batch: int | None, model: str) -> tuple[list[str], list[str]]:
     """vLLM's engine flags for what the plan sized (concurrent sequences, the context, the token budget, the memory
     fraction, the weights' and KV cache's dtypes), and notes on what to check; `model`: how the file names the model

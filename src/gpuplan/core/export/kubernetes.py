@@ -18,7 +18,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.core.export.common import comment, origin, server_line, slug, to_yaml, vllm_engine_flags
+from gpuplan.core.export.common import (
+    comment,
+    engine_batch_cap,
+    origin,
+    server_line,
+    slug,
+    to_yaml,
+    vllm_engine_flags,
+)
 from gpuplan.core.export.skypilot import ROCM_GPUS
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
@@ -46,6 +54,7 @@ class Replicas:
         total = c.servers * c.gpus_per_server
         self.replicas = lay.replicas if lay.replicas is not None else max(total // self.gpus, 1)
         self.batch = lay.batch_per_replica
+        self.cap = engine_batch_cap(c)  # --max-num-seqs: a fixed batch only
         inf = c.inference
         # the plan's own numbers: at most the replicas it planned (the load with its headroom), at least those the
         # load needs at each replica's capacity within the objectives; the target is the requests in flight per
@@ -69,7 +78,7 @@ def vllm_args(p: Project, c: Candidate, r: Replicas, parallel: bool = True) -> t
         args += ["--tensor-parallel-size", str(r.tp)]
         if r.pp > 1:
             args += ["--pipeline-parallel-size", str(r.pp)]
-    flags, notes = vllm_engine_flags(p.workload, r.batch, "the model id")
+    flags, notes = vllm_engine_flags(p.workload, r.cap, "the model id")
     args += flags
     return args, notes
 

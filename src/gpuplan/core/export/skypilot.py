@@ -13,6 +13,7 @@ from gpuplan.core.export.common import (
     PORT,
     Shape,
     comment,
+    engine_batch_cap,
     layout_line,
     origin,
     server_line,
@@ -88,7 +89,7 @@ def render_skyserve(p: Project, c: Candidate, index: int, model_id: str | None) 
     args = ['"$MODEL_ID"', "--port", "8000", "--tensor-parallel-size", str(tp)]
     if per_server > 1:
         args += ["--data-parallel-size", str(per_server)]
-    flags, notes = vllm_engine_flags(w, lay.batch_per_replica, "MODEL_ID")
+    flags, notes = vllm_engine_flags(w, engine_batch_cap(c), "MODEL_ID")
     args += flags
     if c.gpu_id in ROCM_GPUS:
         notes.append("AMD GPUs: install vLLM's ROCm build (setup) or run from a ROCm vLLM image.")
@@ -97,10 +98,12 @@ def render_skyserve(p: Project, c: Candidate, index: int, model_id: str | None) 
             "service": {"readiness_probe": "/v1/models", "replicas": c.servers},
             "setup": "pip install vllm\n", "run": "vllm serve " + " ".join(args) + "\n"}
     replicas = lay.replicas if lay.replicas is not None else c.servers * per_server
-    batch = lay.batch_per_replica if lay.batch_per_replica is not None else w.batch_size
+    cap = engine_batch_cap(c)
+    batch = (f"up to {cap} concurrent sequences each" if cap is not None else
+             f"about {lay.batch_per_replica} requests in flight each at the planned load, under vLLM's own cap")
     header = [origin(p, c, index),
               f"Serving layout: tensor parallel {tp}, {replicas} replica(s) ({per_server} per server, vLLM data "
-              f"parallel), up to {batch} concurrent sequences each.",
+              f"parallel), {batch}.",
               server_line(c), *warn,
               "Edit: MODEL_ID (" + ("none known: pass it with --env MODEL_ID=..." if model_id is None else
                                     "the project's model on the Hugging Face Hub; --env MODEL_ID=... overrides it") +

@@ -14,6 +14,7 @@ from gpuplan.core.sizing.engine_memory import (
     admitted_memory,
     engine_cap,
     estimate_serving_memory,
+    in_flight_requests,
     serving_start_bytes,
 )
 from gpuplan.core.sizing.frameworks import stack_text
@@ -245,11 +246,18 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     c, gpu = k.config, k.gpu
     lay, w = c.layout, c.workload
     start = in_flight = None
+    n_in_flight = w.batch_size
     if ctx.engine is not None and not ctx.training:  # what the engine holds at the load within its usable share
-        mem = admitted_memory(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine, k.usable)[0]
+        # the requests the load keeps in flight per replica (a fixed batch, or the concurrency the serving model
+        # finds for users or an arrival rate; core/estimate: the same figure), every one held, none queued
+        n_in_flight = in_flight_requests(ctx.arch, w, k.inference.inference if k.inference is not None else None)
+        at_load = w.model_copy(update={"batch_size": n_in_flight})
+        mem = admitted_memory(ctx.arch, ctx.params, at_load, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine,
+                              k.usable)[0]
         start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
-        full = estimate_serving_memory(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
-        in_flight = max(full.device_bytes, full.load_device_bytes)  # every request per replica held, none queued
+        full = estimate_serving_memory(ctx.arch, ctx.params, at_load, lay, lay.tp * lay.pp, ctx.overheads,
+                                       ctx.engine)
+        in_flight = max(full.device_bytes, full.load_device_bytes)
     else:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)
@@ -264,7 +272,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
                                  global_batch_size=w.global_batch_size or 0)
     else:
         layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload,
-                                 replicas=c.n // (lay.tp * lay.pp), batch_per_replica=w.batch_size)
+                                 replicas=c.n // (lay.tp * lay.pp), batch_per_replica=n_in_flight)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
                f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
     if stack is not None:
@@ -289,7 +297,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     memory = memory_out(mem, engine_cap(k.cap, w, ctx.engine) if ctx.engine is not None and not ctx.training
                         else k.cap)
     if start is not None:
-        memory = memory.model_copy(update={"in_flight_bytes": in_flight, "in_flight_requests": w.batch_size,
+        memory = memory.model_copy(update={"in_flight_bytes": in_flight, "in_flight_requests": n_in_flight,
                                            "start_bytes": start})
     return Candidate(
         gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_server=k.gpus_per_server, servers=k.servers, layout=layout,

@@ -195,6 +195,22 @@ class _Search:
                                                   self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
+    def grown_at_load(self, c: Config, inference: SpeedResult | None, usable: int) -> int:
+        """`grown_device` of a judged layout; for users or an arrival rate, at the requests the grown load keeps in
+        flight per replica (the concurrency the serving model found, x users_scale, over the replicas the grown load
+        needs), as the candidate's memory now is at today's (core/search/candidate.materialize)."""
+        grown = self.grown_device(c, 1.0, usable)
+        inf = inference.inference if inference is not None else None
+        if self.serve is None or inf is None or inf.load == "batch_size" or inf.replicas < 1:
+            return grown
+        scale = max(self.proj.growth.users_scale, 1.0)
+        demand = inf.replica_demand if inf.replica_demand is not None else float(inf.replicas)
+        replicas = max(inf.replicas, math.ceil(demand * scale - 1e-9))
+        per_replica = max(math.ceil(inf.concurrency * scale / replicas - 1e-9), 1)
+        mp = c.layout.tp * c.layout.pp
+        w = self.w_grown.model_copy(update={"batch_size": per_replica * (c.n // mp)})
+        return max(grown, self.serve.grown_bytes(c, 1.0, usable, self.grown_model(1.0), w))
+
     # ------------------------------------------------------------------------------------------ one shape
     def time_training(self, cs: list[Config], gpu: Gpu, ps: int) -> tuple[float, Config, StepWork, StepTime]:
         """The fastest of the training layouts `cs` on `gpu` in servers of `ps`: (wall hours, or hours per
@@ -266,7 +282,7 @@ class _Search:
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
         k = pick(self.ctx, gpu, ps, servers, c, work, step, inference,
-                 metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected)
+                 metric, self.grown_at_load(c, inference, usable), cap, usable, self.rejected)
         if k is not None:
             self.picks.append(k)
             self.kept_gpus.add(gpu.id)

@@ -12,6 +12,7 @@ latency and capacity model (core/sizing/serving.py), which queues it. Pure."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from gpuplan.core.sizing.activations import resolve
@@ -24,6 +25,7 @@ from gpuplan.schema.estimate import MemoryEstimate, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.serving import EngineDefaults
+from gpuplan.schema.speed import InferenceSpeed
 
 
 def _serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
@@ -109,5 +111,13 @@ def serving_layout(arch: ModelArch, params: ParamCount, w: Workload, gpus: int, 
     return Layout(tp=tps[-1])
 
 
-__all__ = ["admitted_memory", "engine_cap", "estimate_serving_memory", "one_request", "serving_layout",
-           "serving_start_bytes", "serving_usable"]
+def in_flight_requests(arch: ModelArch, w: Workload, inf: InferenceSpeed | None) -> int:
+    """The requests the load keeps in flight per replica (queued ones included): the batch for a fixed concurrency,
+    else the mean concurrency per replica the serving model finds (the batch when it has none: no GPU given)."""
+    if inf is None or inf.load == "batch_size" or inf.replicas < 1:
+        return max(resolve(arch, w).batch, 1)
+    return max(math.ceil(inf.concurrency / inf.replicas - 1e-9), 1)
+
+
+__all__ = ["admitted_memory", "engine_cap", "estimate_serving_memory", "in_flight_requests", "one_request",
+           "serving_layout", "serving_start_bytes", "serving_usable"]
