@@ -247,6 +247,9 @@ class Candidate(_Out):
     fits_with_growth: bool
     #: the device total after growth, per GPU
     grown_device_bytes: int
+    #: training: the layout the grown model is run as on the same GPUs, when the candidate's own (today's fastest)
+    #: does not hold it (`grown_device_bytes` is then that layout's); None: the candidate's own layout
+    grown_layout: CandidateLayout | None = None
     #: what the project keeps on storage: the dataset and the kept checkpoints (cloud storage is billed on it)
     storage_need_bytes: float = 0.0
     #: purchase price of all servers, in `currency` (the plan's; None when a price is missing)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpuplan.core.layout_text import compact_layout_text
 from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
 from gpuplan.core.server.common import Needs
@@ -123,6 +124,9 @@ class Pick:
     checkpoint_bytes: float
 
     adequate: bool = True
+    #: training: the layout of the shape the grown model takes when `config`'s own does not hold it (the grown
+    #: bytes are that layout's)
+    grown_as: Config | None = None
     #: set by the ranking
     score: float = 0.0
     pareto: bool = False
@@ -140,9 +144,10 @@ def _reject(rejected: list[Rejected], gpu: Gpu, ps: int, servers: int, code: str
 
 def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWork | None, step: StepTime | None,
          inference: SpeedResult | None, metric: float, grown: int, cap: int, usable: int,
-         rejected: list[Rejected]) -> Pick | None:
+         rejected: list[Rejected], grown_as: Config | None = None) -> Pick | None:
     """The candidate `c` on `servers` x `ps` x `gpu`, or None (with the reason in `rejected`) when no server takes
-    it or it misses the deadline, the latency target or the budget."""
+    it or it misses the deadline, the latency target or the budget. `grown`: its bytes per GPU after the planned
+    growth, those of `grown_as` when the grown model takes another layout of the shape."""
     proj = ctx.project
     training = ctx.training
     weights_b, ckpt_b = ctx.weights_bytes, ctx.checkpoint_bytes
@@ -202,7 +207,15 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
                 grown_device_bytes=grown, cap=cap, usable=usable, needs=needs, price=price,
                 rent=rent, cost=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency,
-                checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate)
+                checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate, grown_as=grown_as)
+
+
+def _layout_of(c: Config) -> CandidateLayout:
+    """A training configuration's layout as a candidate shows it."""
+    lay, w = c.layout, c.workload
+    return CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload, dp=c.n // (lay.tp * lay.pp),
+                           gradient_checkpointing=w.gradient_checkpointing, micro_batch_size=w.micro_batch_size,
+                           global_batch_size=w.global_batch_size or 0)
 
 
 #: how each objective's origin reads in a reason
@@ -274,7 +287,9 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         layout = CandidateLayout(zero=lay.zero, tp=lay.tp, pp=lay.pp, offload=lay.offload,
                                  replicas=c.n // (lay.tp * lay.pp), batch_per_replica=n_in_flight)
     reasons = [f"{mem.device_bytes / GIB:,.1f} GiB per GPU of {k.cap / GIB:,.1f} ({k.usable / GIB:,.1f} usable); "
-               f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"]
+               f"{k.grown_device_bytes / GIB:,.1f} GiB after the planned growth"
+               + (f", the grown model run as {compact_layout_text(_layout_of(k.grown_as))} (this layout would need "
+                  f"{k.config.grown / GIB:,.1f})" if k.grown_as is not None and k.config.grown is not None else "")]
     if stack is not None:
         reasons.append(f"stack: {stack.text}")
     if ctx.training:
@@ -305,6 +320,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         server=server, fits=(mem.device_bytes if start is None else start) <= k.usable,
         fits_with_growth=k.grown_device_bytes <= k.usable,
         grown_device_bytes=k.grown_device_bytes,
+        grown_layout=None if k.grown_as is None else _layout_of(k.grown_as),
         storage_need_bytes=ctx.dataset_bytes + ctx.checkpoints_kept * k.checkpoint_bytes,
         price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,
         time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=k.score, pareto=k.pareto, reasons=reasons,

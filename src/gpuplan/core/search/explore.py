@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from itertools import islice
+from heapq import nsmallest
+from itertools import chain, islice
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -64,6 +65,8 @@ from gpuplan.units import GIB
 TIMED_PER_SHAPE = 6
 #: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
 _ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
+#: the layouts of a shape, fewest bytes today first, among which the grown model's most frugal one is sought
+FRUGAL_LAYOUTS = 8
 
 
 class ShapeKey(NamedTuple):
@@ -131,7 +134,8 @@ class _Search:
         #: (GPUs, GPUs per server up to 8)
         self.configs: dict[ShapeKey, tuple[list[Config], int | None]] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
-        self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config]]] = {}
+        #: by shape: the layouts that fit today, those timed, and (training, growing) the grown model's most frugal
+        self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config], Config | None]] = {}
         self.grown_dev: dict[tuple[tuple[int, int, int, int, str, bool, int], float, int], int] = {}  # serving
         self.grown_models = GrownModels(arch, self.model_scale, GrownModel(inp.grown_arch, self.p_grown))
         #: training: the layouts, their memory and timed work (core/search/training.py)
@@ -195,6 +199,15 @@ class _Search:
                                                   self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
+    def grown_layout(self, cs: list[Config], head: list[Config], usable: int) -> Config:
+        """The layout of a shape the grown model is run as: the first, in the order the search times them, of those
+        that fit today whose grown bytes fit `usable`; else the first of all; else the one of least grown bytes
+        among the FRUGAL_LAYOUTS of fewest bytes today (which then does not fit)."""
+        for c in chain(head, islice(cs, 4 * TIMED_PER_SHAPE)):
+            if self.grown_device(c, 1.0) <= usable:
+                return c
+        return min(nsmallest(FRUGAL_LAYOUTS, cs, key=_BYTES), key=lambda c: self.grown_device(c, 1.0))
+
     def grown_at_load(self, c: Config, inference: SpeedResult | None, usable: int) -> int:
         """`grown_device` of a judged layout; for users or an arrival rate, at the requests the grown load keeps in
         flight per replica (the concurrency the serving model found, x users_scale, over the replicas the grown load
@@ -242,13 +255,20 @@ class _Search:
         hkey = (n, ps if ps < 8 else 8, usable)
         if hkey not in self.heads:
             head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
-            # the first TIMED_PER_SHAPE that still fit after the growth (the grown memory of the rest is not needed);
-            # a training layout that does not grow is its own memory, which fits
-            self.heads[hkey] = (head, head[:TIMED_PER_SHAPE] if self.training and not self.grows else list(islice(
-                (c for c in head if self.grown_device(c, 1.0, usable) <= usable), TIMED_PER_SHAPE)))
-        head, grown_ok = self.heads[hkey]
+            if self.training:
+                # today's run takes the fastest layouts that fit today; the growth asks that the shape hold the
+                # grown model with its most frugal layout (a bigger model is run with a smaller micro-batch or
+                # checkpointing, as one would), not that today's run be as frugal
+                frugal = self.grown_layout(cs, head, usable) if self.grows else None
+                fits = frugal is None or self.grown_device(frugal, 1.0) <= usable
+                self.heads[hkey] = (head, head[:TIMED_PER_SHAPE] if fits else [], frugal)
+            else:  # the first TIMED_PER_SHAPE that still fit after the growth (the rest's grown memory not needed)
+                self.heads[hkey] = (head, list(islice(
+                    (c for c in head if self.grown_device(c, 1.0, usable) <= usable), TIMED_PER_SHAPE)), None)
+        head, grown_ok, frugal = self.heads[hkey]
         if not grown_ok:
-            g0 = min(self.grown_device(c, 1.0, usable) for c in head)
+            g0 = self.grown_device(frugal, 1.0) if frugal is not None else min(
+                self.grown_device(c, 1.0, usable) for c in head)
             self.reject(gpu, ps, servers, "no-fit-after-growth", f"fits today, not after the planned growth: "
                         f"{g0 / GIB:,.1f} GiB per GPU against {usable / GIB:,.1f} GiB usable")
             return "no-fit"
@@ -281,8 +301,11 @@ class _Search:
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
-        k = pick(self.ctx, gpu, ps, servers, c, work, step, inference,
-                 metric, self.grown_at_load(c, inference, usable), cap, usable, self.rejected)
+        grown, grown_as = self.grown_at_load(c, inference, usable), None
+        if frugal is not None and grown > usable:  # the grown model takes the shape's most frugal layout
+            grown, grown_as = self.grown_device(frugal, 1.0), frugal
+        k = pick(self.ctx, gpu, ps, servers, c, work, step, inference, metric, grown, cap, usable, self.rejected,
+                 grown_as)
         if k is not None:
             self.picks.append(k)
             self.kept_gpus.add(gpu.id)
