@@ -65,7 +65,7 @@ def test_a_grown_service_pays_for_the_servers_its_load_needs() -> None:
     before = {d.option: d for d in same.deployments}["on-prem"]
     assert on_prem.total_cost > before.total_cost + 0.5 * (rec.price or 0) / rec.servers
     # the verdict and the checklist say so
-    assert rec.action is not None and "more from month" in rec.action.text and "as the load grows" in rec.action.text
+    assert rec.action is not None and "more after " in rec.action.text and "as the load grows" in rec.action.text
     growth = next(i for i in grown.checklist if i.item == "Growth plan")
     assert any("requests/s (users x2" in r and "priced in every deployment's total" in r for r in growth.reasons)
 

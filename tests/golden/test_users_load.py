@@ -69,3 +69,24 @@ def test_exports_leave_the_engine_its_own_cap_on_sequences() -> None:
     lws = next(yaml.safe_load_all(export(proj, rec, "lws", model_id="Qwen/Qwen2.5-72B-Instruct")[1]))
     words = shlex.split(lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"][-1])
     assert "--max-num-seqs" not in words
+
+
+def test_a_production_service_is_not_a_row_of_towers() -> None:
+    """An 8B RAG service at 5 requests/s growing 3x: four RTX PRO 6000 Workstation towers, twelve by month 24
+    (378,907 USD), won on their purchase price; a rackmount server of the same cards holds the replicas (186,781
+    USD), and a growth step in the first month reads "at once"."""
+    result = api.plan({"name": "rag-8b", "model": {"preset": "llama-3.1-8b"},
+                       "workload": {"task": "inference", "weights_dtype": "fp8", "arrival_rate": 5, "use_case": "rag"},
+                       "goals": {"purpose": "production", "objective": "cost",
+                                 "budget": {"amount": 20000, "currency": "USD", "period": "monthly"}},
+                       "growth": {"users_scale": 3, "horizon_months": 24}})
+    from gpuplan.catalog.hardware import builtin_catalog
+
+    forms = builtin_catalog().platforms.rows
+    for c in result.candidates:
+        assert c.servers == 1 or forms[c.server.platform_id].form != "tower", (c.gpu_id, c.servers)
+    rec = result.recommendation
+    assert rec is not None and rec.action is not None and rec.deployment is not None
+    chosen = next(d for d in rec.deployments if d.provider == rec.deployment.provider)
+    if chosen.growth and chosen.growth[0].month == 0:
+        assert "at once (the first month's load needs it)" in rec.action.text

@@ -107,6 +107,25 @@ def test_one_rtx_4090_qlora_experiment_is_a_tower():
     assert not any("licence" in w for w in spec.warnings)  # an experiment: the licence warning is for production
 
 
+def test_towers_are_not_racked_by_the_dozen_for_production():
+    """An RTX PRO 6000 Workstation card goes only in a tower; a production service of four such towers (twelve with
+    its growth) is not what a buyer racks: no rack mounting, redundant power or BMC (rule
+    production_tower_max_servers). One tower in production, and any number for an experiment, stay allowed."""
+    kw = dict(gpu_id="rtx-pro-6000-ws-96gb", gpus_per_server=1, dataset_bytes=0.0, checkpoint_bytes=0.0,
+              weights_bytes=1.6e10, serving=True)
+    spec, why = build(purpose="production", servers=4, **kw)
+    assert spec is None and why is not None and "towers in production" in why
+    assert "production_tower_max_servers: 1" in why
+    one, why_one = build(purpose="production", servers=1, **kw)
+    assert why_one is None and one is not None and CATALOG.platforms.rows[one.platform_id].form == "tower"
+    lab, why_lab = build(purpose="experiment", servers=4, **kw)
+    assert why_lab is None and lab is not None and CATALOG.platforms.rows[lab.platform_id].form == "tower"
+    # the rule is data: a rules file that allows more towers builds them
+    loose = RULES.model_copy(update={"production_tower_max_servers": 4})
+    many, why_many = build_server(needs(purpose="production", servers=4, **kw), CATALOG, loose)
+    assert why_many is None and many is not None
+
+
 def test_four_l40s_inference_in_production():
     # Serving on 4 x L40S (PCIe, no NVLink) with tensor parallel 4: a PCIe rackmount server, N+N PSUs, and a
     # warning that TP runs over PCIe.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuplan.core.cost.growth import grown_servers, planned_work, serving_additions
+from gpuplan.core.cost.growth import grown_servers, planned_work, serving_additions, when_added
 from gpuplan.core.search.ranking import Listed
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
@@ -113,7 +113,7 @@ def _serving_growth(rec: Candidate, users_scale: float, horizon: int) -> str:
             + (f" against {cap:,.2f} within the objectives on the servers planned" if cap is not None else ""))
     if not adds:
         return head + ": the servers planned serve it"
-    when = ", ".join(f"+{k} from month {m}" for m, k in adds)
+    when = ", ".join(f"+{k} {when_added(m)}" for m, k in adds)
     return head + f": {need} server(s) by then ({when}), priced in every deployment's total"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from gpuplan.core.cost.growth import when_added
 from gpuplan.schema.plan import Action, Candidate, Deployment
 from gpuplan.units import fmt_hours, fmt_money
 
@@ -65,10 +66,10 @@ def _rate(d: Deployment) -> str:
 
 
 def _growth(d: Deployment) -> str:
-    """ ", and 1 more server from month 15 as the load grows" (the growth steps in its total), or nothing."""
+    """ ", and 1 more after 15 months as the load grows" (the growth steps in its total), or nothing."""
     if not d.growth:
         return ""
-    steps = ", ".join(f"{st.servers} more from month {st.month}" for st in d.growth[:3])
+    steps = ", ".join(f"{st.servers} more {when_added(st.month)}" for st in d.growth[:3])
     more = f" and {len(d.growth) - 3} later steps" if len(d.growth) > 3 else ""
     return f", and {steps}{more} as the load grows"
 

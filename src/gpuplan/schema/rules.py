@@ -70,6 +70,9 @@ class ServerRules(BaseModel):
     # which GPUs a platform takes
     baseboard_full_only: bool
     open_air_listed_only: bool
+    #: the most tower servers a production deployment is built of (towers have no rack mounting, redundant power or
+    #: out-of-band management)
+    production_tower_max_servers: int = Field(default=1, ge=0)
     # price
     server_overhead_price_factor: float = Field(ge=1)
     cluster_interconnect_price_fraction: float = Field(ge=0)

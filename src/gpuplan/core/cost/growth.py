@@ -64,6 +64,14 @@ def grown_servers(inf: InferenceSpeed | None, layout: CandidateLayout, gpus_per_
     return max(servers, servers_for(need, layout, gpus_per_server))
 
 
+def when_added(month: int) -> str:
+    """When a growth step's servers come, in words: "at once (the first month's load needs it)" (month 0: get it
+    with the rest), else "after 15 months"."""
+    if month <= 0:
+        return "at once (the first month's load needs it)"
+    return f"after {month} month{'s' if month != 1 else ''}"
+
+
 def planned_work(model_scale: float, data_scale: float) -> float:
     """`training_work` when the parameters are not known (a model known by its trace): the scales' product."""
     return max(1.0, model_scale) * max(1.0, data_scale)
@@ -77,4 +85,4 @@ def training_work(parameters: int, grown_parameters: int, data_scale: float) -> 
 
 
 __all__ = ["grown_servers", "load_at", "mean_load", "planned_work", "serving_additions", "servers_for",
-           "training_work"]
+           "training_work", "when_added"]

@@ -22,6 +22,7 @@ import math
 import statistics
 
 from gpuplan.core.cost.breakeven import breakeven_within, owning_breakeven_utilization, worth
+from gpuplan.core.cost.growth import when_added
 from gpuplan.core.cost.inputs import Assumptions, Config, Usage
 from gpuplan.schema.plan import Deployment, DeploymentChoice, GrowthStep
 from gpuplan.schema.prices import CloudPrice, HostingOffer
@@ -263,7 +264,7 @@ def _grown(d: Deployment, cfg: Config, use: Usage, cloud: list[CloudPrice], host
     added = sum(st.total_cost for st in steps)
     total = d.total_cost + added
     note = (f"growth ({use.growth_note}): " if use.growth_note else "growth: ") + ", ".join(
-        f"+{st.servers} server(s) from month {st.month}" for st in steps) + f", {added:,.0f} {currency} in the total"
+        f"+{st.servers} server(s) {when_added(st.month)}" for st in steps) + f", {added:,.0f} {currency} in the total"
     if fallbacks:
         note += " (rented on demand where that costs less than a reservation, whose whole term is paid)"
     if past:

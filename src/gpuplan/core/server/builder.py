@@ -226,6 +226,9 @@ def _build_on(idx: _Index, p: Platform, g: Gpu, needs: ServerNeeds | Needs, rule
     `text` False no reason or warning line is written (the figures are the same); with `spec` False only the
     (price,) is made, of the same server."""
     n, s, b, shelf = needs.gpus_per_server, p.cpu_sockets, Build(text, currency), idx.shelf
+    if p.form == "tower" and needs.purpose == "production" and needs.servers > rules.production_tower_max_servers:
+        return None, (f"{needs.servers} towers in production: no rack mounting, redundant power or out-of-band "
+                      f"management (rule production_tower_max_servers: {rules.production_tower_max_servers})")
     if text:
         platform_line(p, g, needs, pos, skipped, b)
     if not shelf.cpus[p.id]:
