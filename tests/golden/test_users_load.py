@@ -90,3 +90,14 @@ def test_a_production_service_is_not_a_row_of_towers() -> None:
     chosen = next(d for d in rec.deployments if d.provider == rec.deployment.provider)
     if chosen.growth and chosen.growth[0].month == 0:
         assert "at once (the first month's load needs it)" in rec.action.text
+
+
+def test_the_growth_view_reads_the_grown_load_the_candidate_does() -> None:
+    """The growth table's x1 row is the candidate's memory after growth (it read one request's KV cache while the
+    candidate's line counted the grown load's requests: 10.8 against 16.0 GiB for the RAG service)."""
+    _, result = chat()
+    for c in result.candidates:
+        row = next(r for r in result.growth_view
+                   if (r.gpu_id, r.gpus_per_server, r.servers, r.factor) == (c.gpu_id, c.gpus_per_server, c.servers,
+                                                                               1.0))
+        assert row.device_bytes == c.grown_device_bytes

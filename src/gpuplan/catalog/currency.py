@@ -43,7 +43,7 @@ def in_currency(bundle: Bundle, currency: str) -> Bundle:
     prices = PriceBook(cloud=[_cloud(p, conv) for p in bundle.prices.cloud],
                        hosting=[_hosting(h, conv) for h in bundle.prices.hosting],
                        assumptions={k: _assumption(a, conv) for k, a in bundle.prices.assumptions.items()},
-                       user_files=bundle.prices.user_files)
+                       user_files=bundle.prices.user_files, clusters=bundle.prices.clusters)
     note = None
     if currency != "USD":
         when = bundle.fx_as_of.get(currency)

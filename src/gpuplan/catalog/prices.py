@@ -21,14 +21,16 @@ from gpuplan.catalog.loader import SCHEMA_VERSIONS, read_toml
 from gpuplan.catalog.price_rules import check_reserved_below_on_demand
 from gpuplan.core.search.evidence import STALE_DAYS
 from gpuplan.errors import CatalogError, clip, suggest
-from gpuplan.schema.prices import Assumption, CloudPrice, HostingOffer, PriceBook
+from gpuplan.schema.prices import Assumption, CloudPrice, ClusterOffer, HostingOffer, PriceBook
 
 TABLES: dict[str, type[CloudPrice] | type[HostingOffer]] = {"cloud": CloudPrice, "hosting": HostingOffer}
+#: the tables a YAML or TOML price file may also have: a provider's multi-node cluster offer (data/clusters.toml)
+EXTRA_TABLES: dict[str, type[ClusterOffer]] = {"cluster": ClusterOffer}
 
 
 def _rows(table: str, raw: Any, path: str, first_row: int = 1, as_of: datetime.date | None = None) -> list[Any]:
     """The validated rows of one table; with `as_of` (the date the plan is made for), none may be dated after it."""
-    model = TABLES[table]
+    model = TABLES[table] if table in TABLES else EXTRA_TABLES[table]
     if not isinstance(raw, list):
         raise CatalogError(path, f"{table} must be a list of rows", field=table)
     out = []
@@ -134,11 +136,11 @@ def _parse_user(path: Path, as_of: datetime.date | None) -> tuple[list[CloudPric
     except reading.Unreadable as exc:
         at, field = reading.row_error_at(data, exc.loc)
         raise CatalogError(name, exc.message, row=at, field=field) from None
-    unknown = [k for k in data if k not in TABLES and k != "schema_version"]
+    unknown = [k for k in data if k not in TABLES and k not in EXTRA_TABLES and k != "schema_version"]
     if unknown:
         hint = suggest(str(unknown[0]), TABLES)
         raise CatalogError(name, f"unknown table {clip(unknown[0])}" + (f"; did you mean {hint[0]!r}?" if hint else "")
-                           + " (allowed: cloud, hosting)")
+                           + " (allowed: cloud, hosting, cluster)")
     if data.get("schema_version", 1 if reading.kind_of(name) != "toml" else None) not in SCHEMA_VERSIONS:
         raise CatalogError(name, f"schema_version {clip(data.get('schema_version'))} is not one this gpuplan reads (1)",
                            field="schema_version")
@@ -165,7 +167,28 @@ def _builtin() -> PriceBook:
             raise CatalogError(tpath, err["msg"], row=row.get("id", i + 1),
                                field=".".join(map(str, err["loc"]))) from None
         assumptions[a.id] = a
-    return PriceBook(cloud=cloud, hosting=hosting, assumptions=assumptions)
+    cpath = "gpuplan/data/clusters.toml"
+    clusters = _rows("cluster", read_toml(pkg.joinpath("clusters.toml").read_text(encoding="utf-8"), cpath)
+                     .get("cluster", []), cpath)
+    return PriceBook(cloud=cloud, hosting=hosting, assumptions=assumptions, clusters=clusters)
+
+
+def _user_clusters(path: Path, as_of: datetime.date | None, gpu_ids: Sequence[str] | None) -> list[ClusterOffer]:
+    """The `cluster` rows of a YAML or TOML price file (`_parse_user` has read and checked the file), each GPU id
+    known to the catalog."""
+    name = str(path)
+    if name.endswith(".csv"):
+        return []
+    data = reading.parse(reading.read_text(path), reading.kind_of(name), check=False)
+    rows: list[ClusterOffer] = _rows("cluster", data.get("cluster", []), name, as_of=as_of)
+    for row in rows:
+        for gid in row.gpu_ids:
+            if gpu_ids is not None and gid not in gpu_ids:
+                hint = suggest(gid, gpu_ids)
+                raise CatalogError(name, f"unknown gpu_id {clip(gid)}"
+                                   + (f"; did you mean {hint[0]!r}?" if hint else "") + " (`gpuplan catalog gpus`)",
+                                   row=row.provider, field="gpu_ids")
+    return rows
 
 
 def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | None = None, *,
@@ -174,9 +197,10 @@ def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | 
     `gpu_ids`: the catalog's GPUs, to refuse a price for a GPU the catalog does not know. `as_of`: the date the
     plan is made for, which no user row may postdate (None: not checked)."""
     book = _builtin()
-    cloud, hosting = list(book.cloud), {h.id: h for h in book.hosting}
+    cloud, hosting, clusters = list(book.cloud), {h.id: h for h in book.hosting}, list(book.clusters)
     for f in user_files:
         c, h = _parse_user(Path(f), as_of)
+        clusters += _user_clusters(Path(f), as_of, gpu_ids)
         rows: list[CloudPrice | HostingOffer] = [*c, *h]
         for row in rows:
             if gpu_ids is not None and row.gpu_id not in gpu_ids:
@@ -189,7 +213,7 @@ def load_prices(user_files: Sequence[str | Path] = (), gpu_ids: Sequence[str] | 
         cloud += c
         hosting.update({o.id: o for o in h})
     return PriceBook(cloud=cloud, hosting=list(hosting.values()), assumptions=book.assumptions,
-                     user_files=tuple(str(f) for f in user_files))
+                     user_files=tuple(str(f) for f in user_files), clusters=clusters)
 
 
 __all__ = ["PriceBook", "STALE_DAYS", "load_prices"]

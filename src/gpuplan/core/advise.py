@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
+from gpuplan.core.cost.clusters import median_cluster_rent
 from gpuplan.core.cost.deployments import deploy, median_rent, pricing
 from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
@@ -58,6 +59,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         server_price=partial(server_price, catalog=catalog, rules=bundle.rules), currency=currency,
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices), checkpoints_kept=int(bundle.rules.checkpoints_kept),
+        cluster_rent_per_gpu_hour=median_cluster_rent(bundle.prices.cloud, bundle.prices.clusters),
         clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )

@@ -64,6 +64,27 @@ class HostingOffer(_Row):
     billing_source: str | None = Field(None, min_length=1)
 
 
+class ClusterOffer(_Row):
+    """A provider's multi-node GPU cluster (data/clusters.toml): several servers on an RDMA fabric, what a training
+    run across servers needs. A cloud price prices a configuration spanning servers only when its provider offers
+    the GPU as such a cluster (core/cost/clusters.py)."""
+
+    provider: str = Field(min_length=1)
+    #: the price rows' `provider` names it covers: a row matches when its provider starts with one of them
+    price_providers: list[str] = Field(min_length=1)
+    #: the GPUs offered as clusters (empty: none found, said in `source`)
+    gpu_ids: list[str] = Field(default_factory=list)
+    fabric: str = Field(min_length=1)
+    #: the largest cluster the source states, GPUs (0: not stated)
+    max_gpus: int = Field(0, ge=0)
+    #: rentable without a contract (false where the source says contract, sales or a limit increase, or nothing)
+    self_serve: bool = False
+
+    def covers(self, gpu_id: str, provider: str) -> bool:
+        """Whether a price row of `provider` for `gpu_id` is this cluster offer's."""
+        return gpu_id in self.gpu_ids and any(provider.startswith(p) for p in self.price_providers)
+
+
 class Assumption(_Row):
     """A default of the cost model (PUE, electricity price, staff cost...), overridable in the project file."""
 
@@ -72,7 +93,7 @@ class Assumption(_Row):
     unit: str = Field(min_length=1)
 
 
-__all__ = ["Assumption", "CloudKind", "CloudPrice", "Currency", "HostingOffer", "PriceBook"]
+__all__ = ["Assumption", "CloudKind", "CloudPrice", "ClusterOffer", "Currency", "HostingOffer", "PriceBook"]
 
 
 class PriceBook(BaseModel):
@@ -84,3 +105,5 @@ class PriceBook(BaseModel):
     hosting: list[HostingOffer]
     assumptions: dict[str, Assumption]
     user_files: tuple[str, ...] = ()
+    #: the providers' multi-node cluster offers (data/clusters.toml and the user's `cluster` rows)
+    clusters: list[ClusterOffer] = Field(default_factory=list)

@@ -55,6 +55,18 @@ def serving_additions(inf: InferenceSpeed | None, layout: CandidateLayout, gpus_
     return out
 
 
+def grown_requests(inf: InferenceSpeed | None, users_scale: float) -> int | None:
+    """The requests a replica keeps in flight at the grown load, for a service timed under users or an arrival rate:
+    the concurrency found x users_scale, over the replicas the grown load needs (`replica_demand` x users_scale, at
+    least those planned); None for a fixed batch or without a serving result."""
+    if inf is None or inf.load == "batch_size" or inf.replicas < 1:
+        return None
+    scale = max(users_scale, 1.0)
+    demand = inf.replica_demand if inf.replica_demand is not None else float(inf.replicas)
+    replicas = max(inf.replicas, math.ceil(demand * scale - 1e-9))
+    return max(math.ceil(inf.concurrency * scale / replicas - 1e-9), 1)
+
+
 def grown_servers(inf: InferenceSpeed | None, layout: CandidateLayout, gpus_per_server: int, servers: int,
                   users_scale: float) -> int:
     """The servers the load grown `users_scale` times needs (at least the planned ones)."""
@@ -84,5 +96,5 @@ def training_work(parameters: int, grown_parameters: int, data_scale: float) -> 
     return max(1.0, ratio) * max(1.0, data_scale)
 
 
-__all__ = ["grown_servers", "load_at", "mean_load", "planned_work", "serving_additions", "servers_for",
-           "training_work", "when_added"]
+__all__ = ["grown_requests", "grown_servers", "load_at", "mean_load", "planned_work", "serving_additions",
+           "servers_for", "training_work", "when_added"]

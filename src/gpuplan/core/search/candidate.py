@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpuplan.core.cost.clusters import needs_cluster
 from gpuplan.core.layout_text import compact_layout_text
 from gpuplan.core.search.ranking import over_budget
 from gpuplan.core.search.shapes import Config
@@ -82,6 +83,8 @@ class Context:
     terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
     #: training: what the project's framework can run and how it names its layouts (None: no framework declared)
     framework: FrameworkCaps | None = None
+    #: rental price per GPU-hour among the providers that rent the GPU as a multi-node cluster (core/cost/clusters)
+    cluster_rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
 
 
 def storage_terms(project: Project, params: ParamCount, trainable: int, dataset_bytes: float,
@@ -160,7 +163,10 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
         return None
     price = None if server_price is None else server_price * servers  # each server carries its network share
-    rate = ctx.rent_per_gpu_hour.get(gpu.id)
+    # across servers on one fabric, only a provider that rents the GPU as a cluster (data/clusters.toml) prices it
+    rents = ctx.cluster_rent_per_gpu_hour if needs_cluster(servers, ps, training, c.layout.tp * c.layout.pp) \
+        else ctx.rent_per_gpu_hour
+    rate = rents.get(gpu.id)
     horizon = proj.growth.horizon_months
     rent = None
     if rate is not None:

@@ -12,12 +12,14 @@ Time: O(GPU types x server shapes x a constant), linear in the catalog.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from heapq import nsmallest
 from itertools import chain, islice
 from operator import attrgetter
 from typing import NamedTuple
 
+from gpuplan.core.cost.growth import grown_requests
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick, storage_terms
 from gpuplan.core.search.growth import growth_view
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
@@ -57,7 +59,7 @@ from gpuplan.schema.plan import (
     PlanStats,
     Rejected,
 )
-from gpuplan.schema.project import LoraSpec, Project
+from gpuplan.schema.project import LoraSpec, Project, Workload
 from gpuplan.schema.speed import SpeedResult
 from gpuplan.units import GIB
 
@@ -65,8 +67,7 @@ from gpuplan.units import GIB
 TIMED_PER_SHAPE = 6
 #: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
 _ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
-#: the layouts of a shape, fewest bytes today first, among which the grown model's most frugal one is sought
-FRUGAL_LAYOUTS = 8
+FRUGAL_LAYOUTS = 8  # a shape's layouts of fewest bytes today among which the grown model's leanest is sought
 
 
 class ShapeKey(NamedTuple):
@@ -124,6 +125,7 @@ class _Search:
         self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable,
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
                            server_price=inp.server_price, rent_per_gpu_hour=inp.rent_per_gpu_hour,
+                           cluster_rent_per_gpu_hour=inp.cluster_rent_per_gpu_hour,
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
@@ -200,29 +202,29 @@ class _Search:
         return self.grown_dev[key]
 
     def grown_layout(self, cs: list[Config], head: list[Config], usable: int) -> Config:
-        """The layout of a shape the grown model is run as: the first, in the order the search times them, of those
-        that fit today whose grown bytes fit `usable`; else the first of all; else the one of least grown bytes
-        among the FRUGAL_LAYOUTS of fewest bytes today (which then does not fit)."""
+        """The layout of a shape the grown model runs as: the first (in timing order) whose grown bytes fit, else
+        the least grown of the FRUGAL_LAYOUTS of fewest bytes today (which then does not fit)."""
         for c in chain(head, islice(cs, 4 * TIMED_PER_SHAPE)):
             if self.grown_device(c, 1.0) <= usable:
                 return c
         return min(nsmallest(FRUGAL_LAYOUTS, cs, key=_BYTES), key=lambda c: self.grown_device(c, 1.0))
 
-    def grown_at_load(self, c: Config, inference: SpeedResult | None, usable: int) -> int:
-        """`grown_device` of a judged layout; for users or an arrival rate, at the requests the grown load keeps in
-        flight per replica (the concurrency the serving model found, x users_scale, over the replicas the grown load
-        needs), as the candidate's memory now is at today's (core/search/candidate.materialize)."""
-        grown = self.grown_device(c, 1.0, usable)
-        inf = inference.inference if inference is not None else None
-        if self.serve is None or inf is None or inf.load == "batch_size" or inf.replicas < 1:
-            return grown
-        scale = max(self.proj.growth.users_scale, 1.0)
-        demand = inf.replica_demand if inf.replica_demand is not None else float(inf.replicas)
-        replicas = max(inf.replicas, math.ceil(demand * scale - 1e-9))
-        per_replica = max(math.ceil(inf.concurrency * scale / replicas - 1e-9), 1)
-        mp = c.layout.tp * c.layout.pp
-        w = self.w_grown.model_copy(update={"batch_size": per_replica * (c.n // mp)})
-        return max(grown, self.serve.grown_bytes(c, 1.0, usable, self.grown_model(1.0), w))
+    def grown_load(self, c: Config, inference: SpeedResult | None) -> Workload | None:
+        """A service's grown workload under users or an arrival rate (growth.grown_requests); None: `w_grown`."""
+        per = grown_requests(inference.inference if inference is not None else None, self.proj.growth.users_scale)
+        if self.serve is None or per is None:
+            return None
+        return self.w_grown.model_copy(update={"batch_size": per * (c.n // (c.layout.tp * c.layout.pp))})
+
+    def at_load(self, w: Workload | None) -> Callable[[Config, float, int], int]:
+        """`grown_device` at a service's own grown load `w` (`grown_load`), for its grown bytes and growth rows."""
+        if w is None or (serve := self.serve) is None:
+            return self.grown_device
+
+        def at(c: Config, factor: float, usable: int) -> int:
+            return max(self.grown_device(c, factor, usable),
+                       serve.grown_bytes(c, factor, usable, self.grown_model(factor), w))
+        return at
 
     # ------------------------------------------------------------------------------------------ one shape
     def time_training(self, cs: list[Config], gpu: Gpu, ps: int) -> tuple[float, Config, StepWork, StepTime]:
@@ -301,7 +303,7 @@ class _Search:
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
-        grown, grown_as = self.grown_at_load(c, inference, usable), None
+        grown, grown_as = self.at_load(self.grown_load(c, inference))(c, 1.0, usable), None
         if frugal is not None and grown > usable:  # the grown model takes the shape's most frugal layout
             grown, grown_as = self.grown_device(frugal, 1.0), frugal
         k = pick(self.ctx, gpu, ps, servers, c, work, step, inference, metric, grown, cap, usable, self.rejected,
@@ -365,7 +367,8 @@ class _Search:
     def growth_view(self, ranked: list[Pick], growth_top: int | None) -> list[GrowthRow]:
         return growth_view(ranked[:growth_top] if growth_top else ranked, self.tried, self.usable_of,
                            lambda n, ps: self.shape(n, ps)[0], self.model_scale,
-                           lambda f: self.grown_model(f)[1].total, self.grown_device)
+                           lambda f: self.grown_model(f)[1].total, self.grown_device,
+                           lambda k: self.at_load(self.grown_load(k.config, k.inference)))
 
 
 def search(inp: SearchInputs, objective: str, growth_top: int | None = None,

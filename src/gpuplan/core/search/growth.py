@@ -70,12 +70,16 @@ def growth_rows(cand: Listed, config: Config, usable: int, shapes: Sequence[tupl
 
 def growth_view(ranked: Sequence[Pick], tried: dict[str, list[tuple[int, int]]], usable_of: dict[str, int],
                 configs_of: Callable[[int, int], Sequence[Config]], model_scale: float,
-                parameters: Callable[[float], int], device_at: Callable[[Config, float, int], int]) -> list[GrowthRow]:
+                parameters: Callable[[float], int], device_at: Callable[[Config, float, int], int],
+                device_for: Callable[[Pick], Callable[[Config, float, int], int]] | None = None) -> list[GrowthRow]:
     """The growth rows of the `ranked` candidates: each at GROWTH_FACTORS x the planned model (in the layout the
     grown model is run as: the candidate's own, or `Pick.grown_as` where that does not hold it), with the fewest GPUs
     of its type over the server shapes `tried` for that type ((GPUs per server, servers); `configs_of(n,
     per_server)`: a shape's layouts). `usable_of`: each GPU type's usable bytes; `parameters(factor)`,
-    `device_at(config, factor, usable)`: the grown model's parameters and a layout's peak bytes per GPU with it."""
+    `device_at(config, factor, usable)`: the grown model's parameters and a layout's peak bytes per GPU with it;
+    `device_for(pick)`: the same for one candidate's own rows where its load is its own (a service timed under
+    users or an arrival rate holds the requests its grown load keeps in flight), the fewest GPUs staying
+    `device_at`'s."""
     growth: list[GrowthRow] = []
     lean: dict[ServerShape, list[Config]] = {}  # each shape's leanest layouts
     #: each GPU type's shapes tried (GPU count, leanest layouts) and its min_gpus by factor
@@ -88,8 +92,9 @@ def growth_view(ranked: Sequence[Pick], tried: dict[str, list[tuple[int, int]]],
                 if shape not in lean:
                     lean[shape] = leanest(configs_of(shape.gpus, shape.per_server))
             hit = per_gpu[k.gpu_id] = ([(shape.gpus, lean[shape]) for shape in shapes], {})
+        own = device_at if device_for is None else device_for(k)
         growth += growth_rows(k, k.grown_as or k.config, usable_of[k.gpu_id], hit[0], model_scale, parameters,
-                              _at_usable(device_at, usable_of[k.gpu_id]), hit[1])
+                              _at_usable(own, usable_of[k.gpu_id]), hit[1])
     return growth
 
 

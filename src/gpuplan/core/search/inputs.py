@@ -35,6 +35,9 @@ class SearchInputs:
     currency: str = "USD"
     #: reference rental price per GPU-hour, by GPU id
     rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    #: the same among the providers that rent the GPU as a multi-node cluster (data/clusters.toml): what renting a
+    #: configuration across servers costs; a GPU without one is not rented across servers
+    cluster_rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
     #: checkpoints a run keeps (data/server_rules.toml)
     checkpoints_kept: int = 3
     notes: list[Note] = field(default_factory=list)

@@ -1,0 +1,47 @@
+"""Which cloud quotes can rent a configuration that spans servers (issue #28's price groups, and the buyer's
+question behind them: can this be rented at all?). A training run across servers, or a serving replica spanning
+them, needs the servers on an RDMA fabric (InfiniBand, RoCE, EFA): rented, that is a provider's multi-node cluster
+offer (data/clusters.toml), not the same provider's single pods or a marketplace's. Replicas that each fit a server
+need no fabric between servers. Pure."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from gpuplan.schema.prices import CloudPrice, ClusterOffer
+
+
+def needs_cluster(servers: int, gpus_per_server: int, training: bool, model_parallel: int = 1) -> bool:
+    """Whether a configuration of `servers` servers needs them on one fabric: training on more than one, or a
+    serving replica (tp x pp = `model_parallel` GPUs) larger than a server."""
+    return servers > 1 and (training or model_parallel > gpus_per_server)
+
+
+def clustered(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> list[CloudPrice]:
+    """The quotes whose provider offers their GPU as a multi-node cluster."""
+    return [p for p in rows if any(c.covers(p.gpu_id, p.provider) for c in clusters)]
+
+
+def median_cluster_rent(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> dict[str, float]:
+    """Median on-demand price per GPU-hour by GPU among the providers that rent it as a cluster: what renting a
+    configuration across servers costs (`core.cost.deployments.median_rent` for one server)."""
+    by_gpu: dict[str, list[float]] = {}
+    for p in clustered([p for p in rows if p.kind == "on-demand"], clusters):
+        by_gpu.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
+    return {gid: statistics.median(v) for gid, v in by_gpu.items()}
+
+
+def cluster_gap(gpu_id: str, servers: int, gpus_per_server: int, rows: Sequence[CloudPrice],
+                clusters: Sequence[ClusterOffer]) -> str | None:
+    """Why the cloud does not price a configuration across servers, when it does not: the providers quoted for the
+    GPU and that none rents it as a cluster. None when one does, or when no quote exists at all (said elsewhere)."""
+    if not rows or clustered(rows, clusters):
+        return None
+    names = sorted({p.provider for p in rows})
+    return (f"cloud: {servers} servers of {gpus_per_server} x {gpu_id} on one fabric are not priced: none of the "
+            f"providers quoted ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) rents {gpu_id} as a "
+            "multi-node cluster (data/clusters.toml; add your provider's offer as a `cluster` row with --prices)")
+
+
+__all__ = ["cluster_gap", "clustered", "median_cluster_rent", "needs_cluster"]

@@ -1,0 +1,60 @@
+"""data/clusters.toml: the providers' multi-node cluster offers, each sourced and dated, naming GPUs the catalog
+knows and price rows that exist (an offer no price row matches prices nothing); a user's `cluster` row joins them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuplan.catalog.hardware import builtin_catalog
+from gpuplan.catalog.prices import load_prices
+from gpuplan.core.cost.clusters import cluster_gap, clustered, median_cluster_rent, needs_cluster
+from gpuplan.errors import CatalogError
+
+BOOK = load_prices()
+
+
+def test_every_offer_is_sourced_and_names_known_gpus_and_priced_providers() -> None:
+    gpus = builtin_catalog().gpus.rows
+    assert len(BOOK.clusters) >= 10
+    for offer in BOOK.clusters:
+        assert len(offer.source) > 40 and offer.as_of.year >= 2024, offer.provider
+        assert set(offer.gpu_ids) <= set(gpus), offer.provider
+        # its price-list names match rows of the price list (a misspelt name would silently price nothing)
+        assert any(p.provider.startswith(tuple(offer.price_providers)) for p in BOOK.cloud), offer.provider
+    # and the offers price clusters of the GPUs teams train across servers on
+    assert {"h100-sxm-80gb", "h200-sxm-141gb", "b200-180gb", "a100-sxm-80gb"} <= set(
+        median_cluster_rent(BOOK.cloud, BOOK.clusters))
+
+
+def test_a_marketplace_pod_is_not_a_cluster() -> None:
+    """RunPod's Instant Clusters take B200, H200, H100 and A100 (its docs, 2026-08-20), not A40: a 64-server A40
+    rental is not priced; AWS, Azure and the other clouds rent H100 clusters."""
+    a40 = [p for p in BOOK.cloud if p.gpu_id == "a40-48gb"]
+    assert a40 and not clustered(a40, BOOK.clusters)
+    gap = cluster_gap("a40-48gb", 64, 8, a40, BOOK.clusters)
+    assert gap is not None and "RunPod" in gap and "multi-node cluster" in gap
+    h100 = [p for p in BOOK.cloud if p.gpu_id == "h100-sxm-80gb"]
+    providers = {p.provider.split()[0] for p in clustered(h100, BOOK.clusters)}
+    assert {"AWS", "Azure"} <= providers and "Vast.ai" not in providers and "Akash" not in providers
+    assert "a40-48gb" not in median_cluster_rent(BOOK.cloud, BOOK.clusters)
+    assert cluster_gap("h100-sxm-80gb", 8, 8, h100, BOOK.clusters) is None
+
+
+@pytest.mark.parametrize(("servers", "per_server", "training", "mp", "needs"), [
+    (1, 8, True, 1, False), (2, 8, True, 1, True), (4, 8, False, 4, False), (2, 8, False, 16, True)])
+def test_what_needs_a_fabric(servers: int, per_server: int, training: bool, mp: int, needs: bool) -> None:
+    assert needs_cluster(servers, per_server, training, mp) is needs
+
+
+def test_a_users_cluster_row_joins_the_offers(tmp_path: Path) -> None:
+    f = tmp_path / "quotes.yaml"
+    f.write_text("cluster:\n  - provider: Our GPU host\n    price_providers: [RunPod]\n    gpu_ids: [a40-48gb]\n"
+                 "    fabric: RoCE 200 Gb/s\n    source: our quote 2026-11\n    as_of: 2026-11-20\n")
+    book = load_prices([f], gpu_ids=list(builtin_catalog().gpus.rows))
+    assert clustered([p for p in book.cloud if p.gpu_id == "a40-48gb"], book.clusters)
+    f.write_text("cluster:\n  - provider: Our GPU host\n    price_providers: [RunPod]\n    gpu_ids: [a40-48]\n"
+                 "    fabric: RoCE\n    source: our quote\n    as_of: 2026-11-20\n")
+    with pytest.raises(CatalogError, match="did you mean 'a40-48gb'"):
+        load_prices([f], gpu_ids=list(builtin_catalog().gpus.rows))
