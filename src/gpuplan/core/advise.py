@@ -113,7 +113,8 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
     budget, horizon = project.goals.budget, project.growth.horizon_months
     kept: list[Candidate] = []
     over: list[Rejected] = []
-    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion, work=work)
+    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion, work=work,
+                     no_price={g.id: g.no_price for g in bundle.catalog.gpus.rows.values() if g.no_price})
     for i, k in enumerate(out.ranked):
         c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
         c = deploy(prices, c)

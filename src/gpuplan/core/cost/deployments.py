@@ -65,10 +65,14 @@ class Pricing:
     #: training: the compute the horizon holds against one planned run, the grown model on the grown data
     #: (core/cost/growth.training_work)
     work: float = 1.0
+    #: by GPU id: why the catalog has no purchase price for it (data/gpus.toml `no_price`), said where buying is
+    #: not priced
+    no_price: dict[str, str] | None = None
 
 
 def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
-            conversion: str | None = None, work: float | None = None) -> Pricing:
+            conversion: str | None = None, work: float | None = None,
+            no_price: dict[str, str] | None = None) -> Pricing:
     """The `Pricing` of a plan made on `as_of`, every amount in `currency` (the price book's, converted into the
     plan's currency as `conversion` says). `work`: a training run's growth in compute over the horizon
     (core/cost/growth.training_work; default growth.data_scale x growth.model_scale)."""
@@ -88,7 +92,7 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
     g = proj.growth
     return Pricing(project=proj, assumptions=cost_assumptions(proj, book, currency), cloud=cloud, hosting=hosting,
                    stale=stale, currency=currency, conversion=conversion,
-                   work=work if work is not None else planned_work(g.model_scale, g.data_scale))
+                   work=work if work is not None else planned_work(g.model_scale, g.data_scale), no_price=no_price)
 
 
 def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, currency: str, as_of: datetime.date,
@@ -126,20 +130,29 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
     deps = compare(cfg, use, prices.cloud.get(c.gpu_id, []), prices.hosting.get(c.gpu_id, []), assumptions,
                    prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id), note=prices.conversion)
     choice = choose(deps, use)
-    gaps = _gaps(c.gpu_id, list(dep.options), deps)
+    gaps = _gaps(c.gpu_id, list(dep.options), deps, (prices.no_price or {}).get(c.gpu_id))
     if choice is not None and gaps:
         choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
     priced = c.model_copy(update={"deployments": deps, "deployment": choice})
     return priced.model_copy(update={"action": action_of(priced, horizon)})
 
 
-def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
-    """The deployment options asked for that no price covers for this GPU, said next to the others."""
+def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str | None = None) -> list[str]:
+    """The deployment options asked for that no price covers for this GPU, said next to the others; buying, with
+    the catalog's reason when it gives one (data/gpus.toml `no_price`): ownership is never priced as rental."""
     have = {d.option for d in deps}
-    what = {"on-prem": "no purchase price", "managed": "no managed price (no monthly dedicated-server offer)",
-            "cloud": "no cloud GPU-hour price"}
-    return [f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)" for o in options
-            if o not in have]
+    what = {"managed": "no managed price (no monthly dedicated-server offer)", "cloud": "no cloud GPU-hour price"}
+    out = []
+    for o in options:
+        if o in have:
+            continue
+        if o == "on-prem":
+            out.append(f"on-prem: no purchase price for {gpu_id} in the catalog"
+                       + (f" ({no_price})" if no_price else "") + "; buying is not priced, and not replaced by "
+                       "rental (add your quote with --catalog)")
+        else:
+            out.append(f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)")
+    return out
 
 
 __all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "median_rent", "pricing", "with_deployments"]
