@@ -57,7 +57,8 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         build_server=partial(build_server, catalog=catalog, rules=bundle.rules, currency=currency),
         server_price=partial(server_price, catalog=catalog, rules=bundle.rules), currency=currency,
         # the server builder prices the cluster network into each server
-        rent_per_gpu_hour=median_rent(bundle.prices), checkpoints_kept=int(bundle.rules.checkpoints_kept),
+        rent_per_gpu_hour=median_rent(bundle.prices, project.deployment.price_groups.providers),
+        checkpoints_kept=int(bundle.rules.checkpoints_kept),
         clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )

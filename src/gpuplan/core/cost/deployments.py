@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuplan.core.cost.growth import mean_load, planned_work, serving_additions
@@ -24,12 +25,12 @@ OVERRIDES = ("pue", "electricity_per_kwh", "utilization", "depreciation_years", 
              "staff_fte_per_server", "staff_cost_per_fte_year", "colocation_per_kw_month", "support_fraction_per_year")
 
 
-def median_rent(book: PriceBook) -> dict[str, float]:
+def median_rent(book: PriceBook, providers: Sequence[str] = ()) -> dict[str, float]:
     """Median on-demand cloud price per GPU-hour by GPU, in the price book's currency: what renting the GPUs for a
-    run costs."""
+    run costs; `providers`: only these provider classes (deployment.price_groups.providers; empty: all)."""
     rows: dict[str, list[float]] = {}
     for p in book.cloud:
-        if p.kind == "on-demand":
+        if p.kind == "on-demand" and (not providers or p.tier in providers):
             rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
     return {gid: statistics.median(v) for gid, v in rows.items()}
 
@@ -79,7 +80,10 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
     cloud: dict[str, list[CloudPrice]] = {}
     hosting: dict[str, list[HostingOffer]] = {}
     old: dict[str, set[str]] = {}
+    providers = proj.deployment.price_groups.providers
     for p in book.cloud:
+        if providers and p.tier not in providers:  # deployment.price_groups: only the provider classes asked for
+            continue
         cloud.setdefault(p.gpu_id, []).append(p)
         if is_stale(p.as_of, as_of):
             old.setdefault(p.gpu_id, set()).add(f"{p.provider} ({p.as_of})")
@@ -124,20 +128,35 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
                 tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
                 storage_bytes=c.storage_need_bytes, additions=tuple(additions),
                 load_mean=mean_load(scale) if serving else 1.0,
-                growth_note=f"users x{scale:g} by month {horizon}, linearly" if serving and scale > 1 else None)
+                growth_note=f"users x{scale:g} by month {horizon}, linearly" if serving and scale > 1 else None,
+                cloud_kinds=tuple(dep.price_groups.commitments))
     cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
                     power_w=c.server.power_w)
     deps = compare(cfg, use, prices.cloud.get(c.gpu_id, []), prices.hosting.get(c.gpu_id, []), assumptions,
                    prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id), note=prices.conversion)
+    asked = groups_asked(proj)
+    if asked:  # each cloud cost says it was priced within the groups the project asked for
+        line = f"priced within the price groups deployment.price_groups asks for: {asked}"
+        deps = [d.model_copy(update={"assumptions": [*d.assumptions, line]}) if d.option == "cloud" else d
+                for d in deps]
     choice = choose(deps, use)
-    gaps = _gaps(c.gpu_id, list(dep.options), deps, (prices.no_price or {}).get(c.gpu_id))
+    gaps = _gaps(c.gpu_id, list(dep.options), deps, (prices.no_price or {}).get(c.gpu_id), asked)
     if choice is not None and gaps:
         choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
     priced = c.model_copy(update={"deployments": deps, "deployment": choice})
     return priced.model_copy(update={"action": action_of(priced, horizon)})
 
 
-def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str | None = None) -> list[str]:
+def groups_asked(proj: Project) -> str | None:
+    """The cloud price groups the project restricts its costs to (deployment.price_groups), in words; None: all."""
+    g = proj.deployment.price_groups
+    parts = ([f"providers {', '.join(g.providers)}"] if g.providers else []) + \
+        ([f"commitments {', '.join(g.commitments)}"] if g.commitments else [])
+    return "; ".join(parts) if parts else None
+
+
+def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str | None = None,
+          asked: str | None = None) -> list[str]:
     """The deployment options asked for that no price covers for this GPU, said next to the others; buying, with
     the catalog's reason when it gives one (data/gpus.toml `no_price`): ownership is never priced as rental."""
     have = {d.option for d in deps}
@@ -150,9 +169,13 @@ def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str
             out.append(f"on-prem: no purchase price for {gpu_id} in the catalog"
                        + (f" ({no_price})" if no_price else "") + "; buying is not priced, and not replaced by "
                        "rental (add your quote with --catalog)")
+        elif o == "cloud" and asked:
+            out.append(f"cloud: no cloud GPU-hour price for {gpu_id} in the price groups deployment.price_groups asks "
+                       f"for ({asked}); widen them or add one with --prices")
         else:
             out.append(f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)")
     return out
 
 
-__all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "median_rent", "pricing", "with_deployments"]
+__all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "groups_asked", "median_rent", "pricing",
+           "with_deployments"]

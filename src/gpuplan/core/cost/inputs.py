@@ -29,6 +29,8 @@ class Usage(BaseModel):
     load_mean: float = 1.0
     #: how the growth is described in the deployments' assumptions
     growth_note: str | None = None
+    #: the cloud commitments the project allows (deployment.price_groups.commitments); empty: every one
+    cloud_kinds: tuple[str, ...] = ()
 
 
 class Config(BaseModel):

@@ -105,7 +105,7 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
     on_demand = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == "on-demand"]
     for kind, term in kinds.items():
         rows = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
-        if not rows or (term and months < term):
+        if not rows or (term and months < term) or (use.cloud_kinds and kind not in use.cloud_kinds):
             continue
         for p in rows:
             _same_currency(p.currency, currency)
