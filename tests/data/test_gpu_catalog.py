@@ -387,8 +387,8 @@ def test_blackwell_ultra_and_cdna4_as_measured():
 #: (core/cost/deployments._gaps, core/server/steps.price_step). Adding a price means taking the id out of this set
 #: and the row's `no_price` out of gpus.toml.
 UNPRICED = {
-    "t4-16gb", "a10g-24gb", "a30-24gb", "l40-48gb", "h200-nvl-141gb", "gb200-186gb", "gb300-288gb",
-    "rtx-pro-6000-server-96gb", "mi325x-256gb", "mi355x-288gb", "mi350x-288gb", "b300-288gb",
+    "a10g-24gb", "l40-48gb", "h200-nvl-141gb", "gb200-186gb", "gb300-288gb", "rtx-pro-6000-server-96gb",
+    "mi325x-256gb", "mi355x-288gb", "mi350x-288gb", "b300-288gb",
 }
 
 

@@ -99,7 +99,7 @@ def test_every_stale_quote_a_cost_rests_on_has_its_age_line(tmp_path: Path, exam
     assert seen > 0  # the built-in lists do hold stale quotes these plans rest on
 
 
-@pytest.mark.parametrize("gpu", ["l40-48gb", "t4-16gb"])
+@pytest.mark.parametrize("gpu", ["l40-48gb", "a10g-24gb"])
 def test_a_gpu_without_a_purchase_price_is_never_bought_as_rental(gpu: str) -> None:
     """Issue 28: where the catalog has no purchase price (gpus.toml `no_price`), the plan says why where it would
     price buying, offers no on-premises option and no "Buy" verdict, and its server shows no price: ownership is
