@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpuplan.core.cost.growth import mean_load, planned_work, serving_additions
 from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
-from gpuplan.core.cost.tco import choose, compare
+from gpuplan.core.cost.tco import choose, compare, shape_gap
 from gpuplan.core.search.evidence import is_stale
 from gpuplan.core.verdict import action_of
 from gpuplan.schema.plan import Candidate, Deployment
@@ -130,8 +130,10 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
                 load_mean=mean_load(scale) if serving else 1.0,
                 growth_note=f"users x{scale:g} by month {horizon}, linearly" if serving and scale > 1 else None,
                 cloud_kinds=tuple(dep.price_groups.commitments))
+    # the GPUs that must share one machine: a training server's, a serving replica's (tp x pp, within a server)
+    together = min(c.gpus_per_server, c.layout.tp * c.layout.pp) if serving else c.gpus_per_server
     cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
-                    power_w=c.server.power_w)
+                    power_w=c.server.power_w, together=together)
     deps = compare(cfg, use, prices.cloud.get(c.gpu_id, []), prices.hosting.get(c.gpu_id, []), assumptions,
                    prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id), note=prices.conversion)
     asked = groups_asked(proj)
@@ -140,7 +142,8 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
         deps = [d.model_copy(update={"assumptions": [*d.assumptions, line]}) if d.option == "cloud" else d
                 for d in deps]
     choice = choose(deps, use)
-    gaps = _gaps(c.gpu_id, list(dep.options), deps, (prices.no_price or {}).get(c.gpu_id), asked)
+    gaps = _gaps(c.gpu_id, list(dep.options), deps, (prices.no_price or {}).get(c.gpu_id), asked,
+                 shape_gap(c.gpu_id, together, prices.cloud.get(c.gpu_id, [])))
     if choice is not None and gaps:
         choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
     priced = c.model_copy(update={"deployments": deps, "deployment": choice})
@@ -156,7 +159,7 @@ def groups_asked(proj: Project) -> str | None:
 
 
 def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str | None = None,
-          asked: str | None = None) -> list[str]:
+          asked: str | None = None, shape: str | None = None) -> list[str]:
     """The deployment options asked for that no price covers for this GPU, said next to the others; buying, with
     the catalog's reason when it gives one (data/gpus.toml `no_price`): ownership is never priced as rental."""
     have = {d.option for d in deps}
@@ -169,6 +172,8 @@ def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str
             out.append(f"on-prem: no purchase price for {gpu_id} in the catalog"
                        + (f" ({no_price})" if no_price else "") + "; buying is not priced, and not replaced by "
                        "rental (add your quote with --catalog)")
+        elif o == "cloud" and shape:
+            out.append(shape)
         elif o == "cloud" and asked:
             out.append(f"cloud: no cloud GPU-hour price for {gpu_id} in the price groups deployment.price_groups asks "
                        f"for ({asked}); widen them or add one with --prices")

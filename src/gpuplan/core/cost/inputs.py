@@ -43,6 +43,9 @@ class Config(BaseModel):
     servers: int
     price: float | None  # purchase of all servers, in the output currency
     power_w: float  # per server, at full load
+    #: GPUs that must share one machine (a training server's GPUs, a serving replica's tp x pp); None: all of a
+    #: server's. A cloud quote for a smaller instance does not price this configuration
+    together: int | None = None
 
 
 class Assumptions(BaseModel):
