@@ -58,3 +58,29 @@ def test_a_users_cluster_row_joins_the_offers(tmp_path: Path) -> None:
                  "    fabric: RoCE\n    source: our quote\n    as_of: 2026-11-20\n")
     with pytest.raises(CatalogError, match="did you mean 'a40-48gb'"):
         load_prices([f], gpu_ids=list(builtin_catalog().gpus.rows))
+
+
+def test_a_pretraining_across_servers_rents_from_cluster_providers_only() -> None:
+    """llama2-7b-pretrain on 8 servers: its cloud options name only providers with a cluster offer for the GPU;
+    forced onto A40s, which no provider rents as a cluster, the cloud is not priced and the plan says why (it
+    recommended 512 RunPod A40 pods for 97,384 USD before)."""
+    from gpuplan import api
+    from gpuplan.catalog.loader import example_path
+
+    result = api.plan(example_path("llama2-7b-pretrain"))
+    rec = result.recommendation
+    assert rec is not None and rec.servers > 1
+    for d in rec.deployments:
+        if d.option == "cloud":
+            assert all(any(o.covers(rec.gpu_id, name) for o in BOOK.clusters) for name in d.providers), d.providers
+            assert any("on one fabric" in a for a in d.assumptions)
+    import yaml
+
+    flat = yaml.safe_load(example_path("llama2-7b-pretrain").read_text())
+    flat.pop("hardware", None)
+    flat["constraints"] = {"gpus": ["a40-48gb"]}
+    flat["goals"]["budget"] = {"amount": 20_000_000, "currency": "USD"}
+    a40 = api.plan(flat).recommendation
+    assert a40 is not None and a40.servers > 1
+    assert not [d for d in a40.deployments if d.option == "cloud"]
+    assert a40.deployment is not None and any("multi-node cluster" in g for g in a40.deployment.gaps)

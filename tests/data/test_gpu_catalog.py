@@ -382,31 +382,34 @@ def test_blackwell_ultra_and_cdna4_as_measured():
     assert GPUS["gb300-288gb"].interconnect.domain_gpus == 72
 
 
-#: datacenter and workstation GPUs with no purchase price, and why: each was looked for (issue 28, 2026-12-03) in
-#: the stored reference data (Epoch AI hardware prices), research/hardware.md and public pages, and no dated price
-#: was found; a plan built on one of them says the server has no price (core/server/steps.py price_step).
-#: Adding a price for one means taking it out of this set.
+#: the datacenter and workstation GPUs without a purchase price (issue 28). Each row says why in the data
+#: (`no_price`: what was searched, when, what was found); a plan quotes it where it would price buying
+#: (core/cost/deployments._gaps, core/server/steps.price_step). Adding a price means taking the id out of this set
+#: and the row's `no_price` out of gpus.toml.
 UNPRICED = {
-    "t4-16gb": "only undated third-party estimates (research/hardware.md: ~2k, unconfirmed)",
-    "a10g-24gb": "AWS-only part, not sold",
-    "a30-24gb": "no dated price found",
-    "l40-48gb": "no dated price found",
-    "h200-nvl-141gb": "no dated price found",
-    "gb200-186gb": "sold only as whole NVL72 racks; no rack price found",
-    "gb300-288gb": "sold only as whole racks: the GB300 NVL72 platform carries the rack's price",
-    "rtx-pro-6000-server-96gb": "sold through server OEMs; no dated card price found",
-    "mi325x-256gb": "no dated price found",
-    "mi355x-288gb": "no dated price found",
-    "mi350x-288gb": "no dated price found",
-    "b300-288gb": "no dated HGX B300 system or card price found",
+    "a10g-24gb", "l40-48gb", "h200-nvl-141gb", "gb200-186gb", "gb300-288gb", "rtx-pro-6000-server-96gb",
+    "mi325x-256gb", "mi355x-288gb", "mi350x-288gb", "b300-288gb",
 }
 
 
-def test_every_datacenter_and_workstation_gpu_has_a_price_or_a_stated_gap():
-    """Issue 28: a purchase price for every GPU a buyer can buy, dated and with its condition (new or used) where
-    added; the gaps are named, with their reason, and none hides a price."""
+def test_every_datacenter_and_workstation_gpu_has_a_price_or_a_reasoned_no_price():
+    """Issue 28 done-when: every GPU of market class datacenter or workstation has a purchase price (dated, with
+    its source and, where added, its condition) or an explicit, reasoned `no_price` in the data; no row has both."""
+    for g in ROWS:
+        if g.market_class in ("datacenter", "workstation"):
+            assert (g.price is None) != (g.no_price is None), g.id
     unpriced = {g.id for g in ROWS if g.market_class in ("datacenter", "workstation") and g.price is None}
-    assert unpriced == set(UNPRICED)
+    assert unpriced == UNPRICED
+    for gid in UNPRICED:  # each reason says what stands in the way, not only that there is no price
+        reason = GPUS[gid].no_price or ""
+        assert len(reason) > 40 and any(w in reason for w in ("searched", "sold", "not sold")), gid
     for gid in ("l4-24gb", "l40s-48gb", "rtx-pro-6000-ws-96gb", "rtx-pro-6000-maxq-96gb", "h20-96gb", "l20-48gb"):
         price = GPUS[gid].price
         assert price is not None and price.condition == "new" and price.as_of >= dt.date(2025, 1, 1), gid
+
+
+def test_a_row_with_a_price_and_a_no_price_reason_is_refused():
+    row = GPUS["l4-24gb"].model_dump()
+    row["no_price"] = "no dated public price found anywhere"
+    with pytest.raises(ValueError, match="no_price"):
+        Gpu.model_validate(row)

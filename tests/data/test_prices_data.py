@@ -367,6 +367,26 @@ def test_skypilot_vms_csv_is_read_per_gpu_hour() -> None:
     assert runpod["RunPod 1x_A100-80GB_SECURE"] == "a100-pcie-80gb"
     assert runpod["RunPod 8x_A100-80GB-SXM_SECURE"] == "a100-sxm-80gb"
     assert runpod["RunPod 1x_H200-SXM_SECURE"] == "h200-sxm-141gb"
+    # the instance's GPU count (AcceleratorCount) is the quote's instance shape (issue 28)
+    assert h100.instance_gpus == 8
+    shapes = {c.provider: c.instance_gpus for c in _sky(FIXTURES / "runpod" / "vms.csv")}
+    assert shapes["RunPod 1x_A100-80GB_SECURE"] == 1 and shapes["RunPod 8x_A100-80GB-SXM_SECURE"] == 8
+
+
+def test_instance_sizes_are_sourced_and_fit_the_provider_name() -> None:
+    """Issue 28: a cloud row's instance_gpus says where it comes from (notes), and agrees with a size its provider
+    name states ("8x", "1x", "-8g", "-1g")."""
+    import re
+
+    from gpuplan.catalog.prices import load_prices
+
+    sized = [p for p in load_prices().cloud if p.instance_gpus is not None]
+    assert len(sized) >= 40
+    for p in sized:
+        assert p.notes and f"instance_gpus {p.instance_gpus}:" in p.notes, p.provider
+        stated = re.search(r"(\d+)x\b|-(\d+)g\b", p.provider)
+        if stated:
+            assert int(stated.group(1) or stated.group(2)) == p.instance_gpus, p.provider
 
 
 def test_skypilot_mapping_names_catalog_gpus() -> None:

@@ -97,3 +97,25 @@ def test_every_stale_quote_a_cost_rests_on_has_its_age_line(tmp_path: Path, exam
                     assert any(f"{p.provider} ({p.as_of})" in w for w in d.warnings
                                if w.startswith("prices older than 6 months")), (c.gpu_id, p.provider)
     assert seen > 0  # the built-in lists do hold stale quotes these plans rest on
+
+
+@pytest.mark.parametrize("gpu", ["l40-48gb", "a10g-24gb"])
+def test_a_gpu_without_a_purchase_price_is_never_bought_as_rental(gpu: str) -> None:
+    """Issue 28: where the catalog has no purchase price (gpus.toml `no_price`), the plan says why where it would
+    price buying, offers no on-premises option and no "Buy" verdict, and its server shows no price: ownership is
+    never priced as rental."""
+    from gpuplan.catalog.hardware import load_catalog
+
+    reason = load_catalog().gpus.rows[gpu].no_price
+    assert reason
+    proj, base = load_project(example_path("llama3-8b-qlora"))
+    proj = proj.model_copy(update={"constraints": proj.constraints.model_copy(update={"gpus": [gpu]})})
+    rec = api.plan(proj, base_dir=base).recommendation
+    assert rec is not None and rec.gpu_id == gpu
+    assert all(d.option != "on-prem" for d in rec.deployments)
+    assert rec.action is not None and rec.action.verb != "buy"
+    assert rec.deployment is not None
+    gap = next(g for g in rec.deployment.gaps if g.startswith("on-prem:"))
+    assert reason in gap and "not replaced by rental" in gap
+    assert rec.price is None and rec.server is not None
+    assert any(r.startswith("Price: none") and reason in r for r in rec.server.reasons)

@@ -310,3 +310,45 @@ def test_each_cloud_cost_says_its_price_group() -> None:
     # a like-for-like group says nothing more
     alike = compare(CFG, use, CLOUD, [], assumptions(), "USD", ["cloud"])
     assert not any("not alike" in a for d in alike for a in d.assumptions)
+
+
+def _shaped(provider: str, usd: float, gpus: int | None) -> CloudPrice:
+    return CloudPrice(gpu_id="h100-sxm-80gb", provider=provider, price_per_gpu_hour=usd, source="t", as_of=D,
+                      instance_gpus=gpus)
+
+
+SHAPED = [_shaped("One-GPU VM", 9.0, 1), _shaped("Eight-GPU server", 4.0, 8), _shaped("Unsized", 3.0, None)]
+TRAIN = Usage(horizon_months=12, production=False, serving=False, utilization=0.5)
+
+
+def test_a_server_is_priced_only_from_instances_that_hold_it() -> None:
+    """Issue 28: an 8-GPU server is not priced from 1-GPU VMs: the 1-GPU quote is left out of the median (and said
+    to be), the 8-GPU and the unsized quotes stay; a 1-GPU configuration takes all three."""
+    eight = next(d for d in compare(CFG, TRAIN, SHAPED, [], assumptions(), "USD", ["cloud"]))
+    assert eight.providers == ["Eight-GPU server", "Unsized"] and eight.price_per_gpu_hour == pytest.approx(3.5)
+    line = next(a for a in eight.assumptions if a.startswith("instance shape"))
+    assert "left out 1 quote(s) for smaller instances (One-GPU VM: 1 GPU(s))" in line
+    assert "1 of 2 quote(s) used state no instance size" in line
+    one = CFG.model_copy(update={"gpus_per_server": 1, "price": 40_000.0})
+    single = next(d for d in compare(one, TRAIN, SHAPED, [], assumptions(), "USD", ["cloud"]))
+    assert single.providers == ["Eight-GPU server", "One-GPU VM", "Unsized"]
+    assert single.price_per_gpu_hour == pytest.approx(4.0)
+
+
+def test_a_serving_replica_needs_only_its_own_gpus_on_one_machine() -> None:
+    """Serving replicas of tp x pp GPUs (here 1) can run on separate instances: `together` says how many GPUs must
+    share a machine, and 1-GPU quotes then price an 8-GPU serving server."""
+    cfg = CFG.model_copy(update={"together": 1})
+    serve = Usage(horizon_months=12, production=True, serving=True, utilization=0.6, tokens_per_s=1000.0)
+    dep = next(d for d in compare(cfg, serve, SHAPED, [], assumptions(), "USD", ["cloud"]))
+    assert dep.providers == ["Eight-GPU server", "One-GPU VM", "Unsized"]
+
+
+def test_no_cloud_option_when_every_quote_is_for_a_smaller_instance() -> None:
+    from gpuplan.core.cost.tco import shape_gap
+
+    small = [_shaped("One-GPU VM", 9.0, 1), _shaped("Two-GPU VM", 8.0, 2)]
+    assert not compare(CFG, TRAIN, small, [], assumptions(), "USD", ["cloud"])
+    gap = shape_gap("h100-sxm-80gb", 8, small)
+    assert gap is not None and "at most 2 GPU(s), fewer than the 8" in gap
+    assert shape_gap("h100-sxm-80gb", 2, small) is None and shape_gap("h100-sxm-80gb", 8, SHAPED) is None

@@ -188,6 +188,7 @@ def parse(text: str, path: Path, modified: datetime.date) -> list[CloudPrice]:
             raise CatalogError(name, f"{len(row[None])} more cell(s) than the header has columns", row=line)
     cloud = cloud_of(path, rows)
     prices: dict[tuple[str, str, str, datetime.date], list[tuple[float, str]]] = defaultdict(list)
+    counts: dict[str, int] = {}  # GPUs per instance type (AcceleratorCount): the quote's instance shape
     for line, row in enumerate(rows, start=2):  # line 1 is the header
         accel = (row.get("AcceleratorName") or "").strip()
         count = _number(row.get("AcceleratorCount"), name, line, "AcceleratorCount")
@@ -199,15 +200,16 @@ def parse(text: str, path: Path, modified: datetime.date) -> list[CloudPrice]:
         as_of = _as_of(row, modified, name, line)
         region = (row.get("Region") or row.get("AvailabilityZone") or "").strip()
         itype = (row.get("InstanceType") or "").strip() or accel
+        counts[itype] = max(counts.get(itype, 0), int(count))
         for kind, col in (("on-demand", "Price"), ("spot", "SpotPrice")):
             price = _number(row.get(col), name, line, col)
             if price:
                 prices[(gid, itype, kind, as_of)].append((price / count, region))
-    return [_row(cloud, name, key, found) for key, found in sorted(prices.items())]
+    return [_row(cloud, name, key, found, counts.get(key[1])) for key, found in sorted(prices.items())]
 
 
 def _row(cloud: str, path: str, key: tuple[str, str, str, datetime.date],
-         found: list[tuple[float, str]]) -> CloudPrice:
+         found: list[tuple[float, str]], instance_gpus: int | None = None) -> CloudPrice:
     gid, itype, kind, as_of = key
     per_gpu = [p for p, _ in found]
     median = round(statistics.median(per_gpu), 4)
@@ -219,7 +221,7 @@ def _row(cloud: str, path: str, key: tuple[str, str, str, datetime.date],
             gpu_id=gid, provider=f"{_DISPLAY.get(cloud, cloud)} {itype}", kind=kind, price_per_gpu_hour=median,
             currency="USD", tier=_TIER.get(cloud, "specialist"),
             source=f"SkyPilot catalog {Path(path).name} ({cloud}), {kind} price per instance-hour / AcceleratorCount",
-            as_of=as_of,
+            as_of=as_of, instance_gpus=instance_gpus or None,
             notes=f"median over {len(found)} SkyPilot row{plural} ({len(regions)} regions or zones){spread}")
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise CatalogError(path, f"{itype}: {exc.errors()[0]['msg'] if hasattr(exc, 'errors') else exc}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
@@ -51,6 +52,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     if bundle.currency != currency:
         raise ValueError(f"the bundle's amounts are in {bundle.currency or 'the currencies of their sources'}, the "
                          f"plan's in {currency}: convert it first (gpuplan.catalog.currency.in_currency)")
+    groups = project.deployment.price_groups
     inp = SearchInputs(
         project=project, arch=arch,  # type: ignore[arg-type]
         grown_arch=grow_arch(arch, project.growth.model_scale) if arch is not None else None,  # type: ignore[arg-type]
@@ -58,15 +60,18 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         build_server=partial(build_server, catalog=catalog, rules=bundle.rules, currency=currency),
         server_price=partial(server_price, catalog=catalog, rules=bundle.rules), currency=currency,
         # the server builder prices the cluster network into each server
-        rent_per_gpu_hour=median_rent(bundle.prices), checkpoints_kept=int(bundle.rules.checkpoints_kept),
-        cluster_rent_per_gpu_hour=median_cluster_rent(bundle.prices.cloud, bundle.prices.clusters),
+        rent_per_gpu_hour=median_rent(bundle.prices, groups.providers),
+        checkpoints_kept=int(bundle.rules.checkpoints_kept),
+        cluster_rent_per_gpu_hour=median_cluster_rent(
+            [p for p in bundle.prices.cloud if not groups.providers or p.tier in groups.providers],
+            bundle.prices.clusters),
         clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )
     out: SearchOutput[Any] = (search_traced(inp, traced, obj) if traced is not None
                               else search(inp, obj, growth_top=top, top=top))
     work = _work(project, arch)  # a training run's grown compute, counted once for the costs and the checklist
-    shown, over = _within_budget(project, out, bundle, currency, top, as_of, work)
+    shown, over, picks = _within_budget(project, out, bundle, currency, top, as_of, work)
     if not shown:
         raise InfeasibleError(binding_constraint([*out.rejected, *over], project.workload.task))
     rejected = [*out.rejected, *over]
@@ -86,8 +91,8 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     return PlanResult(project=project.name, objective=obj, recommendation=rec, candidates=shown,
                       rejected=rejected, checklist=checklist, faq=faq,
                       stats=out.stats, notes=notes,
-                      headroom=memory_headroom(project), growth_view=_shown_growth(out, shown), currency=currency,
-                      as_of=as_of)
+                      headroom=memory_headroom(project), growth_view=_shown_growth(out, shown, picks),
+                      currency=currency, as_of=as_of)
 
 
 def plan_currency(project: Project) -> str:
@@ -101,21 +106,28 @@ def plan_evidence(bundle: Bundle, as_of: datetime.date) -> dict[str, Evidence]:
     return evidence_by_gpu(bundle.catalog.gpus.rows.values(), bundle.speed, bundle.prices, as_of)
 
 
-def _shown_growth(out: SearchOutput[Any], shown: list[Candidate]) -> list[GrowthRow]:
-    """The growth view of the shown candidates only (one over budget is rejected after the search built it)."""
-    keys = {(c.gpu_id, c.gpus_per_server, c.servers) for c in shown}
-    return [g for g in out.growth_view if (g.gpu_id, g.gpus_per_server, g.servers) in keys]
+def _shown_growth(out: SearchOutput[Any], shown: list[Candidate], picks: list[Any]) -> list[GrowthRow]:
+    """The growth view of the shown candidates only (one over budget is rejected after the search built it), with
+    the rows of those shown from past the search's growth_top (taken when others fell over the budget)."""
+    key = attrgetter("gpu_id", "gpus_per_server", "servers")
+    keys = {key(c) for c in shown}
+    rows = [g for g in out.growth_view if key(g) in keys]
+    have = {key(g) for g in rows}
+    return rows + out.grow([k for k, c in zip(picks, shown) if key(c) not in have])
 
 
 def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, currency: str, top: int | None,
-                   as_of: datetime.date, work: float | None = None) -> tuple[list[Candidate], list[Rejected]]:
+                   as_of: datetime.date,
+                   work: float | None = None) -> tuple[list[Candidate], list[Rejected], list[Any]]:
     """The first `top` ranked candidates (all when None) whose chosen deployment costs no more than goals.budget,
     each with its deployment options: the budget is checked against the very total the report shows. The
-    candidates over it are returned as rejections."""
+    candidates over it are returned as rejections; and the ranked records of those kept."""
     budget, horizon = project.goals.budget, project.growth.horizon_months
     kept: list[Candidate] = []
+    picks: list[Any] = []
     over: list[Rejected] = []
-    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion, work=work)
+    prices = pricing(project, bundle.prices, currency, as_of, bundle.conversion, work=work,
+                     no_price={g.id: g.no_price for g in bundle.catalog.gpus.rows.values() if g.no_price})
     for i, k in enumerate(out.ranked):
         c = out.candidates[i] if i < len(out.candidates) else out.materialize(k)
         c = deploy(prices, c)
@@ -128,9 +140,10 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
                                  f"{fmt_money(budget_limit(budget, horizon), budget.currency)}"))
             continue
         kept.append(c)
+        picks.append(k)
         if top and len(kept) >= top:
             break
-    return kept, over
+    return kept, over, picks
 
 
 def _work(project: Project, arch: ModelArch | None) -> float | None:

@@ -287,9 +287,20 @@ def _consumer_card(project: Project, candidates: Sequence[Listed], rejected: lis
             answer += "; not for production"
     else:
         answer = "no"
-        if consumer_rej:
-            reasons.append(f"{consumer_rej[0].gpu_id}: {consumer_rej[0].reason}")
+        if consumer_rej:  # the closest a consumer build came: one that holds the job but costs too much or has no
+            # price (a rental across servers needs a cluster offer), before a deadline or a build that fails
+            near = min(consumer_rej, key=lambda r: (NEAR_MISS.get(r.code, len(NEAR_MISS)),
+                                                   r.gpus_per_server * r.servers))
+            reasons.append(f"{near.gpu_id}, {near.gpus_per_server} per server x {near.servers}: {near.reason}")
+            if near.code in ("over-budget", "no-price") and project.workload.task in ("full-finetune", "lora"):
+                reasons.append("QLoRA (workload.task: qlora) needs far less memory per GPU: plan it to see whether a "
+                               "workstation of consumer cards holds it")
     return FaqAnswer(question="Can a consumer card do it?", answer=answer, reasons=reasons)
+
+
+#: a consumer card's rejections, the nearest miss first: it holds the job and only its cost (or a missing price)
+#: stops it, then it is too slow, then it does not fit
+NEAR_MISS = {"over-budget": 0, "no-price": 1, "deadline": 2, "latency": 3, "no-fit-after-growth": 4}
 
 
 def _host_support(project: Project, rec: Candidate | None, catalog: Catalog, host_support: dict[str, str],

@@ -154,6 +154,9 @@ class Gpu(CatalogRow):
     #: the driver licence allows datacenter deployment (GeForce: no)
     datacenter_driver_licence: bool
     price: Price | None = None
+    #: why the row has no purchase price (issue 28): what was searched, when, and what was found; a plan quotes it
+    #: where it would price buying. A row has a `price` or, if it is a datacenter or workstation part, this
+    no_price: str | None = Field(None, min_length=10, max_length=1000)
     #: set by `gpuplan calibrate`: the row's throughput was measured on the user's own machine (what, where, when);
     #: a plan then calls its speed "measured here" (core/search/evidence.py)
     measured_here: str | None = Field(None, min_length=1, max_length=2000)
@@ -169,6 +172,8 @@ class Gpu(CatalogRow):
             raise ValueError("a PCIe card needs slot_width")
         if self.market_class == "consumer" and self.datacenter_driver_licence:
             raise ValueError("GeForce (consumer) drivers are not licensed for datacenter deployment")
+        if self.price is not None and self.no_price is not None:
+            raise ValueError("a row with a price has no no_price reason: drop one of them")
         return self
 
 

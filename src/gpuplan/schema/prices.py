@@ -39,6 +39,10 @@ class CloudPrice(_Row):
     minimum_billed_hours: float | None = Field(None, gt=0, le=8_784)
     #: where the two billing fields come from (the price's `source` may not state them)
     billing_source: str | None = Field(None, min_length=1)
+    #: GPUs in the instance this quote is for (8 for an 8-GPU server, 1 for a single-GPU VM), as its source or the
+    #: cited instance table states it; None: not stated. A plan prices a server from a quote only where one instance
+    #: holds the GPUs that must share a machine (issue 28)
+    instance_gpus: int | None = Field(None, ge=1, le=72)
 
 
 class HostingOffer(_Row):

@@ -42,6 +42,9 @@ Currency = Literal["EUR", "USD"]
 BudgetPeriod = Literal["total", "monthly"]
 DeploymentOption = Literal["on-prem", "managed", "cloud"]
 DEPLOYMENT_OPTIONS: tuple[DeploymentOption, ...] = ("on-prem", "managed", "cloud")
+#: cloud price groups (issue 28): the provider classes of data/prices.toml `tier`, and the commitments priced
+ProviderClass = Literal["hyperscaler", "specialist", "marketplace"]
+Commitment = Literal["on-demand", "reserved-1y", "reserved-3y"]
 Offload = Literal["none", "optimizer", "params"]
 OptimizerImpl = Literal["fused", "foreach", "for-loop"]
 Loss = Literal["standard", "chunked"]
@@ -261,10 +264,19 @@ class Constraints(_Section):
     max_servers: PositiveInt | None = Field(None, le=MAX_GPUS)
 
 
+class PriceGroups(_Section):
+    """The cloud prices a plan may use (issue 28): only these provider classes and/or commitments; empty: all."""
+
+    providers: list[ProviderClass] = Field(default_factory=list, max_length=3)
+    commitments: list[Commitment] = Field(default_factory=list, max_length=3)
+
+
 class Deployment(_Section):
     """Where the hardware lives, and the cost assumptions to use instead of the defaults of data/tco.toml."""
 
     options: list[DeploymentOption] = Field(default_factory=lambda: list(DEPLOYMENT_OPTIONS))
+    #: the cloud price groups to price with (provider classes, commitments); empty lists: every group
+    price_groups: PriceGroups = Field(default_factory=PriceGroups)
     #: facility power usage effectiveness (total facility power / IT power)
     pue: Number | None = Field(None, ge=1.0, le=3.0)
     #: electricity price per kWh, in the budget's currency

@@ -24,10 +24,12 @@ def clustered(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> l
 
 
 def median_cluster_rent(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> dict[str, float]:
-    """Median on-demand price per GPU-hour by GPU among the providers that rent it as a cluster: what renting a
-    configuration across servers costs (`core.cost.deployments.median_rent` for one server)."""
+    """Median on-demand price per GPU-hour by GPU among the providers that rent it as a cluster, their whole-server
+    instances (8 GPUs or more, or of unstated size): what renting a configuration across servers costs
+    (`core.cost.deployments.median_rent` for one server)."""
     by_gpu: dict[str, list[float]] = {}
-    for p in clustered([p for p in rows if p.kind == "on-demand"], clusters):
+    whole = [p for p in rows if p.kind == "on-demand" and (p.instance_gpus is None or p.instance_gpus >= 8)]
+    for p in clustered(whole, clusters):
         by_gpu.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
     return {gid: statistics.median(v) for gid, v in by_gpu.items()}
 

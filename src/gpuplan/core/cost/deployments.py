@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import datetime
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuplan.core.cost.clusters import cluster_gap, clustered, needs_cluster
 from gpuplan.core.cost.growth import mean_load, planned_work, serving_additions
 from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
-from gpuplan.core.cost.tco import choose, compare
+from gpuplan.core.cost.tco import choose, compare, shape_gap
 from gpuplan.core.search.evidence import is_stale
 from gpuplan.core.verdict import action_of
 from gpuplan.schema.plan import Candidate, Deployment
-from gpuplan.schema.prices import CloudPrice, HostingOffer, PriceBook
+from gpuplan.schema.prices import CloudPrice, ClusterOffer, HostingOffer, PriceBook
 from gpuplan.schema.project import Project
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -24,12 +26,12 @@ OVERRIDES = ("pue", "electricity_per_kwh", "utilization", "depreciation_years", 
              "staff_fte_per_server", "staff_cost_per_fte_year", "colocation_per_kw_month", "support_fraction_per_year")
 
 
-def median_rent(book: PriceBook) -> dict[str, float]:
+def median_rent(book: PriceBook, providers: Sequence[str] = ()) -> dict[str, float]:
     """Median on-demand cloud price per GPU-hour by GPU, in the price book's currency: what renting the GPUs for a
-    run costs."""
+    run costs; `providers`: only these provider classes (deployment.price_groups.providers; empty: all)."""
     rows: dict[str, list[float]] = {}
     for p in book.cloud:
-        if p.kind == "on-demand":
+        if p.kind == "on-demand" and (not providers or p.tier in providers):
             rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
     return {gid: statistics.median(v) for gid, v in rows.items()}
 
@@ -65,17 +67,26 @@ class Pricing:
     #: training: the compute the horizon holds against one planned run, the grown model on the grown data
     #: (core/cost/growth.training_work)
     work: float = 1.0
+    #: the providers' multi-node cluster offers (data/clusters.toml): who rents a configuration across servers
+    clusters: tuple[ClusterOffer, ...] = ()
+    #: by GPU id: why the catalog has no purchase price for it (data/gpus.toml `no_price`), said where buying is
+    #: not priced
+    no_price: dict[str, str] | None = None
 
 
 def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
-            conversion: str | None = None, work: float | None = None) -> Pricing:
+            conversion: str | None = None, work: float | None = None,
+            no_price: dict[str, str] | None = None) -> Pricing:
     """The `Pricing` of a plan made on `as_of`, every amount in `currency` (the price book's, converted into the
     plan's currency as `conversion` says). `work`: a training run's growth in compute over the horizon
     (core/cost/growth.training_work; default growth.data_scale x growth.model_scale)."""
     cloud: dict[str, list[CloudPrice]] = {}
     hosting: dict[str, list[HostingOffer]] = {}
     old: dict[str, set[str]] = {}
+    providers = proj.deployment.price_groups.providers
     for p in book.cloud:
+        if providers and p.tier not in providers:  # deployment.price_groups: only the provider classes asked for
+            continue
         cloud.setdefault(p.gpu_id, []).append(p)
         if is_stale(p.as_of, as_of):
             old.setdefault(p.gpu_id, set()).add(f"{p.provider} ({p.as_of})")
@@ -88,7 +99,8 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
     g = proj.growth
     return Pricing(project=proj, assumptions=cost_assumptions(proj, book, currency), cloud=cloud, hosting=hosting,
                    stale=stale, currency=currency, conversion=conversion,
-                   work=work if work is not None else planned_work(g.model_scale, g.data_scale))
+                   work=work if work is not None else planned_work(g.model_scale, g.data_scale), no_price=no_price,
+                   clusters=tuple(book.clusters))
 
 
 def with_deployments(proj: Project, cands: list[Candidate], book: PriceBook, currency: str, as_of: datetime.date,
@@ -120,26 +132,69 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
                 tokens_per_s=c.inference.aggregate_tokens_per_s if c.inference is not None else None,
                 storage_bytes=c.storage_need_bytes, additions=tuple(additions),
                 load_mean=mean_load(scale) if serving else 1.0,
-                growth_note=f"users x{scale:g} by month {horizon}, linearly" if serving and scale > 1 else None)
+                growth_note=f"users x{scale:g} by month {horizon}, linearly" if serving and scale > 1 else None,
+                cloud_kinds=tuple(dep.price_groups.commitments))
+    # the GPUs that must share one machine: a training server's, a serving replica's (tp x pp, within a server)
+    together = min(c.gpus_per_server, c.layout.tp * c.layout.pp) if serving else c.gpus_per_server
     cfg = TcoConfig(gpu_id=c.gpu_id, gpus_per_server=c.gpus_per_server, servers=c.servers, price=c.price,
-                    power_w=c.server.power_w)
-    deps = compare(cfg, use, prices.cloud.get(c.gpu_id, []), prices.hosting.get(c.gpu_id, []), assumptions,
-                   prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id), note=prices.conversion)
+                    power_w=c.server.power_w, together=together)
+    rows = prices.cloud.get(c.gpu_id, [])
+    # servers on one fabric (a training run across them, a replica spanning them): a provider's cluster offer only
+    fabric = needs_cluster(c.servers, c.gpus_per_server, not serving, c.layout.tp * c.layout.pp)
+    deps = compare(cfg, use, clustered(rows, prices.clusters) if fabric else rows, prices.hosting.get(c.gpu_id, []),
+                   assumptions, prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id),
+                   note=prices.conversion)
+    if fabric:
+        line = (f"{c.servers} servers on one fabric: priced from the providers that rent {c.gpu_id} as a multi-node "
+                "cluster (data/clusters.toml)")
+        deps = [d.model_copy(update={"assumptions": [*d.assumptions, line]}) if d.option == "cloud" else d
+                for d in deps]
+    asked = groups_asked(proj)
+    if asked:  # each cloud cost says it was priced within the groups the project asked for
+        line = f"priced within the price groups deployment.price_groups asks for: {asked}"
+        deps = [d.model_copy(update={"assumptions": [*d.assumptions, line]}) if d.option == "cloud" else d
+                for d in deps]
     choice = choose(deps, use)
-    gaps = _gaps(c.gpu_id, list(dep.options), deps)
+    gaps = _gaps(c.gpu_id, list(dep.options), deps, (prices.no_price or {}).get(c.gpu_id), asked,
+                 (cluster_gap(c.gpu_id, c.servers, c.gpus_per_server, rows, prices.clusters) if fabric else None)
+                 or shape_gap(c.gpu_id, together, rows))
     if choice is not None and gaps:
         choice = choice.model_copy(update={"gaps": gaps, "reasons": [*choice.reasons, *gaps]})
     priced = c.model_copy(update={"deployments": deps, "deployment": choice})
     return priced.model_copy(update={"action": action_of(priced, horizon)})
 
 
-def _gaps(gpu_id: str, options: list[str], deps: list[Deployment]) -> list[str]:
-    """The deployment options asked for that no price covers for this GPU, said next to the others."""
+def groups_asked(proj: Project) -> str | None:
+    """The cloud price groups the project restricts its costs to (deployment.price_groups), in words; None: all."""
+    g = proj.deployment.price_groups
+    parts = ([f"providers {', '.join(g.providers)}"] if g.providers else []) + \
+        ([f"commitments {', '.join(g.commitments)}"] if g.commitments else [])
+    return "; ".join(parts) if parts else None
+
+
+def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str | None = None,
+          asked: str | None = None, shape: str | None = None) -> list[str]:
+    """The deployment options asked for that no price covers for this GPU, said next to the others; buying, with
+    the catalog's reason when it gives one (data/gpus.toml `no_price`): ownership is never priced as rental."""
     have = {d.option for d in deps}
-    what = {"on-prem": "no purchase price", "managed": "no managed price (no monthly dedicated-server offer)",
-            "cloud": "no cloud GPU-hour price"}
-    return [f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)" for o in options
-            if o not in have]
+    what = {"managed": "no managed price (no monthly dedicated-server offer)", "cloud": "no cloud GPU-hour price"}
+    out = []
+    for o in options:
+        if o in have:
+            continue
+        if o == "on-prem":
+            out.append(f"on-prem: no purchase price for {gpu_id} in the catalog"
+                       + (f" ({no_price})" if no_price else "") + "; buying is not priced, and not replaced by "
+                       "rental (add your quote with --catalog)")
+        elif o == "cloud" and shape:
+            out.append(shape)
+        elif o == "cloud" and asked:
+            out.append(f"cloud: no cloud GPU-hour price for {gpu_id} in the price groups deployment.price_groups asks "
+                       f"for ({asked}); widen them or add one with --prices")
+        else:
+            out.append(f"{o}: {what[o]} for {gpu_id} in the price lists (add one with --prices)")
+    return out
 
 
-__all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "median_rent", "pricing", "with_deployments"]
+__all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "groups_asked", "median_rent", "pricing",
+           "with_deployments"]

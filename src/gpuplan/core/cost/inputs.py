@@ -29,6 +29,8 @@ class Usage(BaseModel):
     load_mean: float = 1.0
     #: how the growth is described in the deployments' assumptions
     growth_note: str | None = None
+    #: the cloud commitments the project allows (deployment.price_groups.commitments); empty: every one
+    cloud_kinds: tuple[str, ...] = ()
 
 
 class Config(BaseModel):
@@ -41,6 +43,9 @@ class Config(BaseModel):
     servers: int
     price: float | None  # purchase of all servers, in the output currency
     power_w: float  # per server, at full load
+    #: GPUs that must share one machine (a training server's GPUs, a serving replica's tp x pp); None: all of a
+    #: server's. A cloud quote for a smaller instance does not price this configuration
+    together: int | None = None
 
 
 class Assumptions(BaseModel):

@@ -104,9 +104,12 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
     out = []
     kinds = CLOUD_TERMS
     on_demand = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == "on-demand"]
+    need = cfg.together or cfg.gpus_per_server
     for kind, term in kinds.items():
-        rows = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
-        if not rows or (term and months < term):
+        quoted = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
+        # a quote for an instance smaller than the GPUs that must share a machine does not price this configuration
+        rows = [p for p in quoted if p.instance_gpus is None or p.instance_gpus >= need]
+        if not rows or (term and months < term) or (use.cloud_kinds and kind not in use.cloud_kinds):
             continue
         for p in rows:
             _same_currency(p.currency, currency)
@@ -132,6 +135,9 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         if billing:
             ass.append(billing)
+        shape = instance_shape(need, cfg.servers, quoted, rows)
+        if shape:
+            ass.append(shape)
         group = price_group(kind, rows)
         ass.insert(1, f"price group: {group}")
         if term:
@@ -145,6 +151,35 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
                               upfront_cost=0.0, running_monthly=total / months, currency=currency, assumptions=ass,
                               price_per_gpu_hour=rate, rented=f"{n} GPUs", providers=providers, price_group=group))
     return out
+
+
+def instance_shape(need: int, servers: int, quoted: list[CloudPrice], used: list[CloudPrice]) -> str | None:
+    """What the instance sizes of the quotes did to a cloud median (issue 28): the quotes for instances smaller than
+    the `need` GPUs that must share a machine, left out, and how many quotes state no size; None when every quote
+    used states a size that holds them and none was left out."""
+    small = [p for p in quoted if p not in used]
+    unknown = [p for p in used if p.instance_gpus is None]
+    if need <= 1 or (not small and not unknown):  # any instance holds one GPU
+        return None
+    text = f"instance shape: {servers} x {need} GPU(s) on one machine each"
+    if small:
+        text += (f"; left out {len(small)} quote(s) for smaller instances ("
+                 + ", ".join(f"{p.provider}: {p.instance_gpus} GPU(s)" for p in small[:4])
+                 + (", ..." if len(small) > 4 else "") + ")")
+    if unknown:
+        text += f"; {len(unknown)} of {len(used)} quote(s) used state no instance size (assumed to offer it)"
+    return text
+
+
+def shape_gap(gpu_id: str, need: int, quoted: list[CloudPrice]) -> str | None:
+    """Why no cloud price covers a configuration when every quote for its GPU is for a smaller instance (issue 28);
+    None when some quote could hold the `need` GPUs that must share a machine."""
+    if not quoted or any(p.instance_gpus is None or p.instance_gpus >= need for p in quoted):
+        return None
+    largest = max(p.instance_gpus or 0 for p in quoted)
+    return (f"cloud: the cloud quotes for {gpu_id} are for instances of at most {largest} GPU(s), fewer than the "
+            f"{need} this configuration needs on one machine: not priced (add a quote for a larger instance with "
+            "--prices)")
 
 
 #: how a provider class reads in a plan (data/prices.toml `tier`)
@@ -340,4 +375,5 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
                             monthly_cost=best.monthly_cost, currency=best.currency, reasons=reasons)
 
 
-__all__ = ["TIER_NAMES", "Assumptions", "Config", "Usage", "billed_hours", "choose", "compare", "price_group"]
+__all__ = ["TIER_NAMES", "Assumptions", "Config", "Usage", "billed_hours", "choose", "compare", "instance_shape",
+           "price_group", "shape_gap"]

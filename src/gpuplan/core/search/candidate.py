@@ -205,7 +205,11 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             _reject(rejected, gpu, ps, servers, "latency", f"misses the latency target: {metric:,.1f} s per request "
                     f"on average against {target:g} s")
             return None
-    why = over_budget(cost, basis, proj.goals.budget, horizon, training, price is not None and rent is not None)
+    no_rent = (f"no provider in the price lists rents {gpu.id} as a multi-node cluster, for {servers} servers on one "
+               "fabric" if rent is None and rents is not ctx.rent_per_gpu_hour and gpu.id in ctx.rent_per_gpu_hour
+               else None)
+    why = over_budget(cost, basis, proj.goals.budget, horizon, training, price is not None and rent is not None,
+                      no_rent)
     if why is not None:
         _reject(rejected, gpu, ps, servers, "no-price" if cost is None else "over-budget", why, cost)
         return None

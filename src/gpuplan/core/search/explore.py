@@ -5,9 +5,7 @@ Pure: the inputs are the project, its resolved architecture, the catalog and the
 in. Memory does not depend on the GPU type, only its capacity does, so each (GPU count, layout, micro-batch,
 recomputation) is estimated once (core/search/shapes.py) and compared with every GPU; the speed model then times
 the few most promising layouts that fit each GPU (no recomputation, large micro-batches, little sharding first),
-from work computed once per layout. Full results are built only for the candidates shown.
-Time: O(GPU types x server shapes x a constant), linear in the catalog.
-"""
+from work computed once per layout. Full results are built only for those shown. Time: linear in the catalog."""
 
 from __future__ import annotations
 
@@ -393,7 +391,8 @@ def search(inp: SearchInputs, objective: str, growth_top: int | None = None,
     stats = PlanStats(candidates_evaluated=s.evaluated + s.timed, search_seconds=inp.clock() - t0,
                       gpu_types=len(s.gpus), same_cost=same, candidates_kept=len(picks),
                       cheapest_cost=min(priced) if priced else None)
-    return SearchOutput(shown, s.rejected, stats, growth, picks, lambda k: materialize(s.ctx, k))
+    return SearchOutput(shown, s.rejected, stats, growth, picks, lambda k: materialize(s.ctx, k),
+                        lambda ks: s.growth_view(ks, None))
 
 
 __all__ = ["TIMED_PER_SHAPE", "SearchInputs", "SearchOutput", "memory_headroom", "search", "trainable_parameters"]

@@ -65,6 +65,8 @@ class SearchOutput(NamedTuple, Generic[K]):
     ranked: list[K]
     #: the full Candidate of any of `ranked` (the first `top` are in `candidates` already)
     materialize: Callable[[K], Candidate]
+    #: the growth rows of any of `ranked` (those past `growth_top` a plan shows when others fall over its budget)
+    grow: Callable[[list[K]], list[GrowthRow]] = lambda ks: []
 
 
 __all__ = ["SearchInputs", "SearchOutput"]

@@ -55,9 +55,10 @@ def budget_limit(budget: Budget, horizon: int) -> float:
 
 
 def over_budget(cost: float | None, basis: str | None, budget: Budget | None, horizon: int, training: bool,
-                both: bool = True) -> str | None:
+                both: bool = True, no_rent: str | None = None) -> str | None:
     """Why a candidate's cost (in the budget's currency, the plan's: the cheaper of buying and renting; `both`
-    False: only one of them is priced) breaks goals.budget; None when it does not (or there is no budget)."""
+    False: only one of them is priced, `no_rent` saying why renting is not when the price lists do) breaks
+    goals.budget; None when it does not (or there is no budget)."""
     if budget is None:
         return None
     if cost is None:
@@ -66,8 +67,9 @@ def over_budget(cost: float | None, basis: str | None, budget: Budget | None, ho
     if cost <= limit:
         return None
     what = "to buy" if basis == "buy" else ("to rent for the run" if training else f"to rent for {horizon} months")
+    rent_gap = no_rent or "no rental price in the price lists"
     which = ("the cheaper of buying and renting" if both else
-             "no rental price in the price lists" if basis == "buy" else "no purchase price in the catalog")
+             rent_gap if basis == "buy" else "no purchase price in the catalog")
     return (f"over budget: {cost:,.0f} {budget.currency} {what} ({which}), budget "
             f"{limit:,.0f} {budget.currency}"
             + (f" ({budget.amount:,.0f}/month x {horizon} months)" if budget.period == "monthly" else ""))

@@ -311,7 +311,8 @@ def price_step(p: Platform, g: Gpu, needs: ServerNeeds | Needs, rules: ServerRul
     if basis == "platform" and p.price is not None:
         text = f"Price {b.money(p.price.value)}: the platform's price with its GPUs ({p.price.kind}, {p.price.as_of})"
     elif g.price is None:
-        b.reasons.append(f"Price: none, {g.id} has no price in the catalog")
+        b.reasons.append(f"Price: none, {g.id} has no price in the catalog"
+                         + (f" ({g.no_price})" if g.no_price else ""))
         return None
     elif basis == "system":
         text = (f"Price {b.money(n * g.price.value)}: {n} x {b.money(g.price.value)} ({g.price.kind}, "
