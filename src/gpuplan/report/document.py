@@ -321,6 +321,12 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     svg, _ = figures.svg(lambda fig: figures.draw_growth(result, lang, fig))
     scale = _factor(result.growth_view[0].model_scale, numbers(lang)) if result.growth_view else "1"
     out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang, scale=scale, headroom=headroom))
+    curve = rec.latency_curve if rec is not None else None
+    if curve is not None and curve.points:  # a serving plan: latency against load (issue #29)
+        svg, _ = figures.svg(lambda fig: figures.draw_latency(result, lang, fig))
+        pct = curve.objectives.percentile if curve.objectives is not None else 90
+        out += _figure(svg, t("fig_latency", lang), t("fig_latency_caption", lang, replicas=curve.replicas, pct=pct,
+                                                        arrival=t(f"arrival_{curve.arrival}", lang)))
 
     if result.faq:
         out += [f"<h2>{_e(t('h_faq', lang))}</h2>"]

@@ -18,6 +18,7 @@ from gpuplan.schema.fit import FitLimit, FitResult  # here before their own modu
 from gpuplan.schema.framework import TrainingStack
 from gpuplan.schema.owned import HaveKind, HaveOption, HaveResult, HaveWay
 from gpuplan.schema.result import MemoryOut
+from gpuplan.schema.serving import LatencyCurve
 from gpuplan.schema.speed import InferenceSpeed, TimeEstimate
 
 Verdict = Literal["pass", "warn", "fail", "not evaluated"]
@@ -241,6 +242,8 @@ class Candidate(_Out):
     time: TimeEstimate | None = None
     #: inference: as in `estimate`
     inference: InferenceSpeed | None = None
+    #: inference: latency against load, from a light load to beyond the capacity (core/sizing/latency_curve.py)
+    latency_curve: LatencyCurve | None = None
     server: ServerSpec
     fits: bool
     #: fits with the growth the project plans (growth.model_scale, context_scale, users_scale)

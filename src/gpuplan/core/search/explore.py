@@ -44,6 +44,7 @@ from gpuplan.core.sizing.project import (
     grows,
     training_tokens,
 )
+from gpuplan.core.sizing.serving_load import Timing
 from gpuplan.core.sizing.speed import (
     StepWork,
     tokens_per_sample,
@@ -239,6 +240,7 @@ class _Search:
         work: StepWork | None = None  # training only
         step: StepTime | None = None
         inference: SpeedResult | None = None
+        timing: Timing | None = None
         if self.training:
             metric, c, work, step = self.time_training(grown_ok, gpu, ps)
         else:
@@ -261,12 +263,13 @@ class _Search:
                 return "deadline"
             metric = self.serve.latency_s(c, served)
             inference = self.serve.result(c, gpu, served)  # built for the layouts judged only
+            timing = self.serve.timing(c, served)
         if self.inp.speed.generations[gpu.generation].basis == "prior":
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
         before = len(self.rejected)
         cap = int(gpu.memory_gib * GIB)
         k = pick(self.ctx, gpu, ps, servers, c, work, step, inference,
-                 metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected)
+                 metric, self.grown_device(c, 1.0, usable), cap, usable, self.rejected, timing)
         if k is not None:
             self.picks.append(k)
             self.kept_gpus.add(gpu.id)
