@@ -143,6 +143,8 @@ def vllm_engine_flags(w: Workload, batch: int | None, model: str) -> tuple[list[
         notes.append(f"{dtype} weights: set {model} to a {dtype}-quantized checkpoint (AWQ, GPTQ).")
     if w.kv_cache_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8"]
+    if w.prefix_cache is not None and w.prefix_cache.hit_rate > 0:  # the plan counted on it (on by default in V1)
+        args += ["--enable-prefix-caching"]
     return args, notes
 
 

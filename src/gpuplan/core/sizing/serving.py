@@ -74,6 +74,9 @@ class EngineModel:
     prompt_std: float
     output_std: float
     poisson: bool
+    #: prompt tokens per request found in the prefix cache, and whether the requests in flight share them
+    cached: float = 0.0
+    cached_shared: bool = False
 
 
 def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingData) -> EngineModel:
@@ -94,7 +97,15 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
         kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
         flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
-        output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w))
+        output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w),
+        cached=cached_tokens(w, prompt) if paged else 0.0,
+        cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0))
+
+
+def cached_tokens(w: Workload, prompt: float) -> float:
+    """Prompt tokens of a request found in the prefix cache (workload.prefix_cache.hit_rate of the mean prompt): they
+    skip prefill, as vLLM's automatic prefix caching skips the blocks it finds. 0 without prefix caching."""
+    return w.prefix_cache.hit_rate * prompt if w.prefix_cache is not None else 0.0
 
 
 def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
@@ -193,7 +204,8 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
     e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
                         max_seqs=seqs, kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt,
-                        output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson))
+                        output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson,
+                        cached=m.cached, cached_shared=m.cached_shared))
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
@@ -349,6 +361,10 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
                       f"({e.budget:,} tokens in one forward pass), then decoded together with eager kernels (no CUDA "
                       f"graphs); a full KV cache per sequence, {e.kv_tokens * rep.pp:,.0f} tokens per replica; timed "
                       "as the engine model with that budget (static batching's lockstep is not modelled)")
+    if e.cached > 0:
+        how_engine += (f"; prefix caching: {e.cached / e.prompt:.0%} of each prompt ({e.cached:,.0f} tokens) found in "
+                       "the cache, not prefilled" + (", its KV blocks held once for the requests in flight"
+                                                     if e.cached_shared else ", held by each request"))
     return [how_engine,
             (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
@@ -381,6 +397,6 @@ def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu
     return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
-__all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed", "lengths",
-           "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
+__all__ = ["EngineModel", "Replica", "build_replica", "cached_tokens", "engine_model", "estimate_inference_speed",
+           "lengths", "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
            "timed_result"]
