@@ -379,3 +379,26 @@ def test_the_serving_example_draws_latency_against_load_with_its_slo(page: Any, 
     assert box is not None and panel is not None and panel["y"] < box["y"] < panel["y"] + panel["height"]
     assert chart.locator('svg[data-metric="ttft"] line.slo').count() == 0
     assert "p90" in chart.inner_text()
+
+
+def test_a_prefix_cache_hit_rate_is_entered_on_the_page(page: Any, server: str, client: Api) -> None:
+    """Issue #29: the serving form takes the prefix-cache hit rate (workload.prefix_cache.hit_rate), validated as
+    the CLI validates it, and the plan is made with it."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.select_option("#example", "llama3-70b-serving")
+    planned(page, "llama3-70b-serving")
+    field = '[data-path="workload.prefix_cache.hit_rate"]'
+    page.fill(field, "1.5")
+    page.click("#plan-button")
+    page.wait_for_function("() => document.querySelector('[data-err-for=\"workload.prefix_cache.hit_rate\"]')"
+                           ".textContent.length > 0")
+    page.fill(field, "0.5")
+    page.click("#plan-button")
+    page.wait_for_function("() => location.hash.length > 0 && document.querySelector('#status').textContent"
+                           ".startsWith('Plan for')")
+    page.wait_for_function("() => !document.querySelector('[data-err-for=\"workload.prefix_cache.hit_rate\"]')"
+                           ".textContent")
+    project = link_project(page.url)
+    assert project["workload"]["prefix_cache"] == {"hit_rate": 0.5}
+    assert shown_recommendation(page) == api_recommendation(client, project)
