@@ -98,14 +98,9 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
         flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
         output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w),
-        cached=cached_tokens(w, prompt) if paged else 0.0,
+        # prefix caching: the hit rate's share of the mean prompt is found in the cache and skips prefill
+        cached=w.prefix_cache.hit_rate * prompt if paged and w.prefix_cache is not None else 0.0,
         cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0))
-
-
-def cached_tokens(w: Workload, prompt: float) -> float:
-    """Prompt tokens of a request found in the prefix cache (workload.prefix_cache.hit_rate of the mean prompt): they
-    skip prefill, as vLLM's automatic prefix caching skips the blocks it finds. 0 without prefix caching."""
-    return w.prefix_cache.hit_rate * prompt if w.prefix_cache is not None else 0.0
 
 
 def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
@@ -397,6 +392,6 @@ def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu
     return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
-__all__ = ["EngineModel", "Replica", "build_replica", "cached_tokens", "engine_model", "estimate_inference_speed",
+__all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed",
            "lengths", "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
            "timed_result"]
