@@ -125,3 +125,14 @@ def test_a_training_project_is_refused(target: str) -> None:
     r = api.plan(proj, base_dir=base)
     with pytest.raises(InputError, match="serving manifests"):
         export(proj, r.candidates[0], target)
+
+
+def test_a_planned_prefix_cache_hit_rate_turns_the_engines_prefix_caching_on() -> None:
+    """Issue #29: a plan that counts on prefix caching exports the flag that enables it; one that does not, none."""
+    from gpuplan.core.export.common import vllm_engine_flags
+    from gpuplan.schema.project import PrefixCache, Workload
+
+    w = Workload(task="inference", batch_size=8, context_length=2048, output_tokens=256)
+    assert "--enable-prefix-caching" not in vllm_engine_flags(w, 8, "MODEL_ID")[0]
+    cached = w.model_copy(update={"prefix_cache": PrefixCache(hit_rate=0.4)})
+    assert "--enable-prefix-caching" in vllm_engine_flags(cached, 8, "MODEL_ID")[0]

@@ -123,3 +123,17 @@ def test_missing_hf_config_file(tmp_path) -> None:
     p = parse_project({**FULL, "model": {"hf_config": "nope/config.json"}})
     with pytest.raises(InputError, match="no such file"):
         resolve_model(p.model, tmp_path)
+
+
+def test_prefix_cache_is_a_serving_engines() -> None:
+    """Issue #29: prefix caching applies to a serving engine's requests; a training task or generate() has none."""
+    import pydantic
+
+    from gpuplan.schema.project import Workload
+
+    assert Workload(task="inference", prefix_cache={"hit_rate": 0.5}).prefix_cache.shared  # type: ignore[arg-type,union-attr]
+    for bad in ({"task": "lora", "prefix_cache": {"hit_rate": 0.5}},
+                {"task": "inference", "engine": "transformers", "batch_size": 4, "prefix_cache": {"hit_rate": 0.5}},
+                {"task": "inference", "prefix_cache": {"hit_rate": 1.0}}):
+        with pytest.raises(pydantic.ValidationError):
+            Workload.model_validate(bad)

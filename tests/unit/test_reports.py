@@ -74,8 +74,9 @@ def test_html_snapshot(name: str, lang: str) -> None:
 def test_html_is_self_contained(name: str, lang: str) -> None:
     page = _html(name, lang)
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("<svg") == 4
-    assert page.count("<figcaption>") == 4
+    figures = 5 if _plan(name).recommendation.latency_curve is not None else 4  # a serving plan: latency (#29)
+    assert page.count("<svg") == figures
+    assert page.count("<figcaption>") == figures
     assert "@media print" in page
     assert "<script" not in page.lower()
     external = re.findall(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
@@ -83,6 +84,20 @@ def test_html_is_self_contained(name: str, lang: str) -> None:
     assert "url(http" not in page and "@import" not in page
     assert _plan(name).recommendation.gpu_id in SVG.sub("", page)
     assert len(page.encode()) < 1_500_000
+
+
+def test_a_serving_report_draws_latency_against_load_with_its_objective() -> None:
+    """Issue #29: the serving example's HTML report has the latency-against-load figure: the three latencies
+    against the arrival rate, its end-to-end objective (30 s at p90) drawn across, the planned load marked."""
+    res = _plan("llama3-70b-serving")
+    page = render_html(res)
+    fig = page.split(f"<strong>{t('fig_latency')}.</strong>")[0].rsplit("<figure>", 1)[1]
+    for key in ("p_ttft", "p_itl", "p_e2e", "l_planned_load", "l_capacity", "ax_rate"):
+        assert t(key) in fig
+    assert t("l_objective", pct=90) in fig
+    assert t("fig_latency", "fr") in render_html(res, "fr")
+    training = render_html(_plan("llama3-8b-qlora"))
+    assert t("fig_latency") not in training
 
 
 def test_html_is_deterministic() -> None:

@@ -347,3 +347,58 @@ def test_a_chat_service_for_200_users_with_its_slo_is_planned_on_the_page(page: 
     status, plan, _ = client.call("POST", "/api/plan", project)
     inf = plan["recommendation"]["inference"]
     assert inf["load"] == "users" and inf["objectives"]["origins"]["ttft"] == "slo"
+
+
+def test_the_serving_example_draws_latency_against_load_with_its_slo(page: Any, server: str, client: Api) -> None:
+    """Issue #29: the page draws the recommendation's latency_curve, one panel per latency, each percentile a line
+    through the API's points, the example's objective (30 s end to end at p90) across its panel and the planned
+    load marked; a training plan draws none."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    assert not page.locator("#latency-chart").is_visible()
+    page.select_option("#example", "llama3-70b-serving")
+    planned(page, "llama3-70b-serving")
+    chart = page.locator("#latency-chart")
+    chart.wait_for(state="visible")
+    status, plan, _ = client.call("POST", "/api/plan", link_project(page.url))
+    assert status == 200, plan
+    curve = plan["recommendation"]["latency_curve"]
+    assert [s.get_attribute("data-metric") for s in chart.locator("svg").all()] == ["ttft", "itl", "e2e"]
+    for metric in ("ttft", "itl", "e2e"):
+        paths = chart.locator(f'svg[data-metric="{metric}"] path.series')
+        assert [int(p.get_attribute("data-percentile")) for p in paths.all()] == curve["percentiles"] == [50, 90]
+        for p in paths.all():  # a vertex per point of the API's curve
+            assert p.get_attribute("d").count("L") == len(curve["points"]) - 1
+        planned_line = chart.locator(f'svg[data-metric="{metric}"] line.planned')
+        assert float(planned_line.get_attribute("data-value")) == pytest.approx(
+            plan["recommendation"]["inference"]["requests_per_s"])
+    # the SLO line: the end-to-end objective only, at its value, drawn within the panel
+    slo = chart.locator('svg[data-metric="e2e"] line.slo')
+    assert slo.count() == 1 and float(slo.get_attribute("data-value")) == 30
+    box, panel = slo.bounding_box(), chart.locator('svg[data-metric="e2e"]').bounding_box()
+    assert box is not None and panel is not None and panel["y"] < box["y"] < panel["y"] + panel["height"]
+    assert chart.locator('svg[data-metric="ttft"] line.slo').count() == 0
+    assert "p90" in chart.inner_text()
+
+
+def test_a_prefix_cache_hit_rate_is_entered_on_the_page(page: Any, server: str, client: Api) -> None:
+    """Issue #29: the serving form takes the prefix-cache hit rate (workload.prefix_cache.hit_rate), validated as
+    the CLI validates it, and the plan is made with it."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    page.select_option("#example", "llama3-70b-serving")
+    planned(page, "llama3-70b-serving")
+    field = '[data-path="workload.prefix_cache.hit_rate"]'
+    page.fill(field, "1.5")
+    page.click("#plan-button")
+    page.wait_for_function("() => document.querySelector('[data-err-for=\"workload.prefix_cache.hit_rate\"]')"
+                           ".textContent.length > 0")
+    page.fill(field, "0.5")
+    page.click("#plan-button")
+    page.wait_for_function("() => location.hash.length > 0 && document.querySelector('#status').textContent"
+                           ".startsWith('Plan for')")
+    page.wait_for_function("() => !document.querySelector('[data-err-for=\"workload.prefix_cache.hit_rate\"]')"
+                           ".textContent")
+    project = link_project(page.url)
+    assert project["workload"]["prefix_cache"] == {"hit_rate": 0.5}
+    assert shown_recommendation(page) == api_recommendation(client, project)

@@ -30,6 +30,7 @@ class To(str, Enum):
     skypilot = "skypilot"
     kserve = "kserve"
     lws = "lws"
+    vllm_helm = "vllm-helm"
 
 
 def export_command(
@@ -37,7 +38,8 @@ def export_command(
     to: Annotated[To | None, typer.Option("--to", help="Launcher to write (required): an Accelerate config, a "
                                                        "DeepSpeed config, a torchrun command line or a SkyPilot "
                                                        "task; for serving, a SkyServe service, a KServe "
-                                                       "InferenceService or a LeaderWorkerSet.")] = None,
+                                                       "InferenceService, a LeaderWorkerSet or Helm values for "
+                                                       "vLLM's production stack.")] = None,
     example: Example = None,
     list_examples: ListExamples = False,
     candidate: Annotated[int, typer.Option(min=0, help="Which candidate of the plan: 0 is the recommendation, "

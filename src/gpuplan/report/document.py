@@ -258,6 +258,31 @@ def _figure(svg: str, title: str, caption: str) -> list[str]:
     return ["<figure>", svg, f"<figcaption><strong>{_e(title)}.</strong> {_e(caption)}</figcaption>", "</figure>"]
 
 
+def _figures(result: PlanResult, lang: str) -> list[str]:
+    """The report's figures with their captions: memory, time against cost, cumulative cost, growth, and for a
+    serving plan latency against load (issue #29)."""
+    out = [f"<h2>{_e(t('h_figures', lang))}</h2>"]
+    svg, _ = figures.svg(lambda fig: figures.draw_memory(result, lang, fig))
+    headroom = numbers(lang).pct(result.headroom)
+    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang, headroom=headroom))
+    svg, skipped = figures.svg(lambda fig: figures.draw_pareto(result, lang, fig))
+    cap = t("fig_pareto_caption", lang) + (" " + t("fig_pareto_skipped", lang, n=skipped) if skipped else "")
+    out += _figure(svg, t("fig_pareto", lang), cap)
+    svg, _ = figures.svg(lambda fig: figures.draw_tco(result, lang, fig))
+    out += _figure(svg, t("fig_tco", lang), t("fig_tco_caption", lang))
+    svg, _ = figures.svg(lambda fig: figures.draw_growth(result, lang, fig))
+    scale = _factor(result.growth_view[0].model_scale, numbers(lang)) if result.growth_view else "1"
+    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang, scale=scale, headroom=headroom))
+    rec = result.recommendation
+    curve = rec.latency_curve if rec is not None else None
+    if curve is not None and curve.points:
+        svg, _ = figures.svg(lambda fig: figures.draw_latency(result, lang, fig))
+        pct = curve.objectives.percentile if curve.objectives is not None else 90
+        out += _figure(svg, t("fig_latency", lang), t("fig_latency_caption", lang, replicas=curve.replicas, pct=pct,
+                                                        arrival=t(f"arrival_{curve.arrival}", lang)))
+    return out
+
+
 def render_html(result: PlanResult, lang: str = "en") -> str:
     """The plan as one self-contained HTML5 page (inline CSS, inline SVG figures, no script, no external
     resource) with the content of the Markdown report and four figures, each captioned with its assumptions
@@ -308,19 +333,7 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
         else:
             out += [f"<p>{_e(t('no_deployments', lang))}</p>"]
 
-    # figures
-    out += [f"<h2>{_e(t('h_figures', lang))}</h2>"]
-    svg, _ = figures.svg(lambda fig: figures.draw_memory(result, lang, fig))
-    headroom = numbers(lang).pct(result.headroom)
-    out += _figure(svg, t("fig_memory", lang), t("fig_memory_caption", lang, headroom=headroom))
-    svg, skipped = figures.svg(lambda fig: figures.draw_pareto(result, lang, fig))
-    cap = t("fig_pareto_caption", lang) + (" " + t("fig_pareto_skipped", lang, n=skipped) if skipped else "")
-    out += _figure(svg, t("fig_pareto", lang), cap)
-    svg, _ = figures.svg(lambda fig: figures.draw_tco(result, lang, fig))
-    out += _figure(svg, t("fig_tco", lang), t("fig_tco_caption", lang))
-    svg, _ = figures.svg(lambda fig: figures.draw_growth(result, lang, fig))
-    scale = _factor(result.growth_view[0].model_scale, numbers(lang)) if result.growth_view else "1"
-    out += _figure(svg, t("fig_growth", lang), t("fig_growth_caption", lang, scale=scale, headroom=headroom))
+    out += _figures(result, lang)
 
     if result.faq:
         out += [f"<h2>{_e(t('h_faq', lang))}</h2>"]

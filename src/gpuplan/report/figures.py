@@ -169,6 +169,45 @@ def draw_tco(result: PlanResult, lang: str, fig: object) -> None:
     ax.legend(fontsize="small")
 
 
+def draw_latency(result: PlanResult, lang: str, fig: object) -> None:
+    """Latency against load (issue #29): one panel per latency (time to first token, inter-token, end to end), each
+    percentile of the recommendation's latency curve against the deployment's arrival rate, the objective drawn
+    across (dashed), the planned load (solid) and the capacity within the objectives (dotted) marked."""
+    rec = result.recommendation
+    curve = rec.latency_curve if rec is not None else None
+    if curve is None or not curve.points:
+        return _no_data(fig.subplots(), lang)  # type: ignore[attr-defined]
+    axes = fig.subplots(1, 3)  # type: ignore[attr-defined]
+    xs = [p.requests_per_s for p in curve.points]
+    obj = curve.objectives
+    nf = numbers(lang)
+    for ax, key in zip(axes, ("ttft", "itl", "e2e")):
+        for k, q in enumerate(curve.percentiles):
+            ax.plot(xs, [getattr(p, f"{key}_s")[f"p{q}"] for p in curve.points], color=f"C{k}",
+                    label=f"p{q}")
+        target = getattr(obj, f"{key}_s") if obj is not None else None
+        if obj is not None and target is not None:
+            ax.axhline(target, color="tab:red", linestyle="--", linewidth=1.5,
+                       label=t("l_objective", lang, pct=obj.percentile))
+        ax.axvline(curve.planned_requests_per_s, color="black", linewidth=1, label=t("l_planned_load", lang))
+        if curve.capacity_requests_per_s:
+            ax.axvline(curve.capacity_requests_per_s, color="black", linestyle=":", linewidth=1,
+                       label=t("l_capacity", lang))
+        ax.set_title(t(f"p_{key}", lang), fontsize="medium")
+        ax.set_xlabel(t("ax_rate", lang))
+        ax.set_xlim(0, xs[-1])
+        ax.set_ylim(bottom=0)
+        _localize_ticks(ax, nf)
+    axes[0].set_ylabel(t("ax_seconds", lang))
+    handles, labels = axes[-1].get_legend_handles_labels()
+    for ax in axes[:-1]:  # an objective drawn on another panel only
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, fontsize="small", loc="outside lower center", ncols=min(len(labels), 6))  # type: ignore[attr-defined]
+
+
 def draw_growth(result: PlanResult, lang: str, fig: object) -> None:
     """The growth view: per candidate, one bar per model size (x1 as planned, x1.5, x2), against its VRAM and
     usable VRAM; a size that no longer fits is hatched."""
@@ -219,4 +258,4 @@ def svg(draw: object) -> tuple[str, object]:
     return _SVG_HEAD.sub("", buf.getvalue()).strip(), extra
 
 
-__all__ = ["MEMORY_PARTS", "draw_growth", "draw_memory", "draw_pareto", "draw_tco", "svg"]
+__all__ = ["MEMORY_PARTS", "draw_growth", "draw_latency", "draw_memory", "draw_pareto", "draw_tco", "svg"]

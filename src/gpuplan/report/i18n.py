@@ -190,6 +190,29 @@ STRINGS: dict[str, tuple[str, str]] = {
         "modèle grandit de couches entières à largeur constante ; le parallélisme et le lot restent ceux du plan. "
         "`gpuplan fit` donne le plus grand modèle qui tient encore. Sources : l'estimateur de gpuplan ; VRAM du "
         "catalogue (memory_gib)."),
+    # the latency-against-load figure of a serving plan (issue #29)
+    "fig_latency": ("Latency against load", "Latence en fonction de la charge"),
+    "fig_latency_caption": (
+        "Time to first token, inter-token latency and end-to-end time of the recommended configuration ({replicas} "
+        "replica(s), the load shared evenly) at p50 and p90 as the arrival rate rises from a light load to beyond "
+        "its capacity; the dashed line is each objective at p{pct}, the vertical line the planned load, the dotted "
+        "one the capacity within the objectives. Source: gpuplan's serving model (docs/serving.md), the same "
+        "figures as the plan's; {arrival} arrivals.",
+        "Temps jusqu'au premier jeton, latence entre jetons et durée de bout en bout de la configuration "
+        "recommandée ({replicas} réplique(s), la charge partagée également) à p50 et p90 quand le débit d'arrivée "
+        "croît d'une charge légère jusqu'au-delà de sa capacité ; la ligne tiretée est chaque objectif à p{pct}, "
+        "la verticale la charge prévue, la pointillée la capacité dans les objectifs. Source : le modèle de "
+        "service de gpuplan (docs/serving.md), les mêmes chiffres que le plan ; arrivées {arrival}."),
+    "arrival_poisson": ("Poisson", "de Poisson"),
+    "arrival_constant": ("evenly spaced", "régulières"),
+    "ax_rate": ("arrival rate (requests/s)", "débit d'arrivée (requêtes/s)"),
+    "ax_seconds": ("seconds", "secondes"),
+    "p_ttft": ("time to first token", "premier jeton"),
+    "p_itl": ("inter-token latency", "latence entre jetons"),
+    "p_e2e": ("end to end", "de bout en bout"),
+    "l_objective": ("objective (p{pct})", "objectif (p{pct})"),
+    "l_planned_load": ("planned load", "charge prévue"),
+    "l_capacity": ("capacity", "capacité"),
     "no_data": ("no data to draw", "aucune donnée à tracer"),
     "ax_gib": ("GiB per GPU", "Gio par GPU"),
     "ax_cost": ("cost ({currency})", "coût ({currency})"),

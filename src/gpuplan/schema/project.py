@@ -139,6 +139,16 @@ class Slo(_Section):
     percentile: SloPercentile = 90
 
 
+class PrefixCache(_Section):
+    """Automatic prefix caching (vLLM's, on by default in its V1 engine): the share of prompt tokens found in the
+    cache (vLLM's `prefix_cache_hits / prefix_cache_queries`, in tokens), which skip prefill; `shared`: the cached
+    prefix is common to the requests in flight (a system prompt, a shared document: its KV blocks held once per
+    replica), else each request's own (a conversation's earlier turns: held by that request alone)."""
+
+    hit_rate: float = Field(ge=0, lt=1)
+    shared: bool = True
+
+
 class Workload(_Section):
     task: Task
     precision: Precision = "bf16-mixed"
@@ -192,6 +202,9 @@ class Workload(_Section):
     gpu_memory_utilization: Number | None = Field(None, gt=0, le=1)
     #: inference: the engine whose memory and scheduling the estimate follows (None: vllm)
     engine: ServingEngine | None = None
+    #: inference: prefix caching (None: the use case's default hit rate where data/serving.toml has a sourced one,
+    #: else off; docs/serving.md)
+    prefix_cache: PrefixCache | None = None
     #: training stack features (None: the framework's default, else off / standard). loss: chunked or fused
     #: cross-entropy never materialises the full fp32 logits
     loss: Loss | None = None
@@ -219,6 +232,11 @@ class Workload(_Section):
             raise ValueError("lora settings with task dpo need dpo.method: lora")
         if self.arrival_rate is not None and self.users is not None:
             raise ValueError("give arrival_rate or users, not both")
+        if self.prefix_cache is not None and self.task != "inference":
+            raise ValueError(f"prefix_cache applies to task inference, not {self.task}")
+        if self.prefix_cache is not None and self.engine == "transformers":
+            raise ValueError("prefix_cache needs a serving engine that keeps one (engine: vllm); Hugging Face "
+                             "generate() (engine: transformers) prefills every prompt whole")
         if self.think_time_s is not None and self.users is None:
             raise ValueError("think_time_s applies to users (a closed population); give users too")
         return self

@@ -101,6 +101,40 @@ class InferenceSpeed(_Frozen):
     assumptions: list[str]
 
 
+class LatencyPoint(_Frozen):
+    """The latencies of the deployment at one arrival rate: each a percentile by name ("p50", "p90", and the
+    objectives' percentile when it is another), seconds."""
+
+    #: requests per second arriving at the whole deployment, shared evenly by its replicas
+    requests_per_s: float
+    ttft_s: dict[str, float]
+    itl_s: dict[str, float]
+    e2e_s: dict[str, float]
+
+
+class LatencyCurve(_Frozen):
+    """Latency against load (issue #29): the percentiles of the time to first token, the inter-token latency and
+    the end-to-end time of a serving configuration as the arrival rate rises from a light load to beyond its
+    capacity within the objectives, from the same queueing model and engine state the plan's figures come from
+    (core/sizing/latency_curve.py). Rates are the whole deployment's (`replicas` replicas); the load is open, with
+    the arrivals the project's load makes (Poisson, or evenly spaced for a fixed concurrency)."""
+
+    #: the percentiles each point gives, ascending ("p" + each)
+    percentiles: list[int]
+    #: ascending in requests_per_s; each latency series never falls as the load grows
+    points: list[LatencyPoint]
+    #: the load the plan serves (InferenceSpeed.requests_per_s), its capacity within the objectives
+    #: (capacity_requests_per_s; None without objectives' capacity) and the rate the engine saturates at
+    planned_requests_per_s: float
+    capacity_requests_per_s: float | None = None
+    saturation_requests_per_s: float
+    replicas: int
+    #: "poisson" or "constant"
+    arrival: str
+    #: the objectives drawn across (the plan's), each at objectives.percentile
+    objectives: Objectives | None = None
+
+
 # --- data/serving.toml ----------------------------------------------------------------------------------------
 
 class EngineDefaults(_Frozen):
@@ -205,5 +239,5 @@ class ServingData(_Frozen):
     engines: dict[str, EngineRow] = Field(default_factory=dict)
 
 
-__all__ = ["AllReduceCost", "EngineDefaults", "EngineRow", "InferenceSpeed", "Objectives", "Percentiles", "ServingData",
-           "Span", "UseCaseTemplate"]
+__all__ = ["AllReduceCost", "EngineDefaults", "EngineRow", "InferenceSpeed", "LatencyCurve", "LatencyPoint",
+           "Objectives", "Percentiles", "ServingData", "Span", "UseCaseTemplate"]

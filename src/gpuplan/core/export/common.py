@@ -15,12 +15,12 @@ from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project, Workload
 from gpuplan.units import fmt_gib
 
-Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws"]
+Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws", "vllm-helm"]
 TARGETS: tuple[str, ...] = get_args(Target)
-#: the targets that write serving manifests only (core/export/kubernetes.py)
-SERVING_TARGETS = ("kserve", "lws")
+#: the targets that write serving manifests only (core/export/kubernetes.py, core/export/helm.py)
+SERVING_TARGETS = ("kserve", "lws", "vllm-helm")
 FILENAMES = {"accelerate": "accelerate_config.yaml", "deepspeed": "ds_config.json", "torchrun": "torchrun.sh",
-             "skypilot": "skypilot.yaml", "kserve": "kserve.yaml", "lws": "lws.yaml"}
+             "skypilot": "skypilot.yaml", "kserve": "kserve.yaml", "lws": "lws.yaml", "vllm-helm": "values.yaml"}
 #: the training targets that launch each framework's own stack, where not all four do (issue #30): NeMo / Megatron-Core
 #: runs Megatron-LM's pretrain_gpt.py under torchrun; the others' launchers are not written yet, so every target is
 #: refused rather than written for a stack the plan did not time
@@ -152,6 +152,8 @@ def vllm_engine_flags(w: Workload, batch: int | None, model: str) -> tuple[list[
         notes.append(f"{dtype} weights: set {model} to a {dtype}-quantized checkpoint (AWQ, GPTQ).")
     if w.kv_cache_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8"]
+    if w.prefix_cache is not None and w.prefix_cache.hit_rate > 0:  # the plan counted on it (on by default in V1)
+        args += ["--enable-prefix-caching"]
     return args, notes
 
 

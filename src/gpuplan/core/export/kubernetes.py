@@ -93,10 +93,11 @@ def _resources(c: Candidate, gpus: int) -> dict[str, Any]:
     return {"requests": {"cpu": str(cpu), "memory": mem, kind: str(gpus)}, "limits": {kind: str(gpus)}}
 
 
-def _check(p: Project) -> None:
+def check_serving(p: Project) -> None:
+    """Refuse a project the serving manifests cannot run: a training task, or an engine other than vLLM."""
     if p.workload.task != "inference":
-        raise InputError(["--to"], f"project {p.name!r} trains (workload.task: {p.workload.task}); kserve and lws "
-                         "write serving manifests", "accelerate, deepspeed, torchrun, skypilot")
+        raise InputError(["--to"], f"project {p.name!r} trains (workload.task: {p.workload.task}); kserve, lws and "
+                         "vllm-helm write serving manifests", "accelerate, deepspeed, torchrun, skypilot")
     if (p.workload.engine or "vllm") != "vllm":
         raise InputError(["workload", "engine"], f"the manifests run vLLM; the plan was made for engine "
                          f"{p.workload.engine}", "engine: vllm (or export the plan's shape by hand)")
@@ -116,7 +117,7 @@ def _header(p: Project, c: Candidate, index: int, r: Replicas, model_id: str | N
 
 def render_kserve(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     """A KServe InferenceService (Hugging Face runtime, vLLM backend) for the candidate's replicas."""
-    _check(p)
+    check_serving(p)
     r = Replicas(c)
     name = slug(p.name)
     multi = r.nodes > 1
@@ -141,7 +142,7 @@ def render_kserve(p: Project, c: Candidate, index: int, model_id: str | None) ->
 
 def render_lws(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     """A LeaderWorkerSet (one group per replica) running vLLM, and a HorizontalPodAutoscaler on it."""
-    _check(p)
+    check_serving(p)
     r = Replicas(c)
     name = slug(p.name)
     args, notes = vllm_args(p, c, r)
@@ -178,4 +179,5 @@ def render_lws(p: Project, c: Candidate, index: int, model_id: str | None) -> st
     return comment(header) + to_yaml(lws) + "---\n" + to_yaml(hpa)
 
 
-__all__ = ["RAY_SCRIPT", "RUNNING_METRIC", "VLLM_IMAGE", "Replicas", "render_kserve", "render_lws", "vllm_args"]
+__all__ = ["RAY_SCRIPT", "RUNNING_METRIC", "VLLM_IMAGE", "Replicas", "check_serving", "render_kserve", "render_lws",
+           "vllm_args"]

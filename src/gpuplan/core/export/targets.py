@@ -26,6 +26,7 @@ from gpuplan.core.export.common import (
     read_shape,
 )
 from gpuplan.core.export.deepspeed import render_deepspeed
+from gpuplan.core.export.helm import render_vllm_helm
 from gpuplan.core.export.kubernetes import render_kserve, render_lws
 from gpuplan.core.export.skypilot import (
     ROCM_GPUS,
@@ -46,13 +47,13 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
     if target not in TARGETS:
         raise InputError(["--to"], f"unknown target {target!r}", ", ".join(TARGETS))
     if target in SERVING_TARGETS:
-        render_k8s = render_kserve if target == "kserve" else render_lws
+        render_k8s = {"kserve": render_kserve, "lws": render_lws, "vllm-helm": render_vllm_helm}[target]
         return FILENAMES[target], render_k8s(project, candidate, index, model_id)
     if project.workload.task == "inference":
         if target != "skypilot":
             raise InputError(["--to"], f"project {project.name!r} serves a model (workload.task: inference) and "
                              f"--to {target} writes a training launcher", "skypilot (a SkyServe service running "
-                             "vLLM with the planned tensor parallelism and replicas), kserve, lws")
+                             "vLLM with the planned tensor parallelism and replicas), kserve, lws, vllm-helm")
         return FILENAMES[target], render_skyserve(project, candidate, index, model_id)
     s = read_shape(candidate)
     allowed = FRAMEWORK_TARGETS.get(s.framework or "")

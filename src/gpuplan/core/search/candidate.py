@@ -20,8 +20,10 @@ from gpuplan.core.sizing.engine_memory import (
     serving_start_bytes,
 )
 from gpuplan.core.sizing.frameworks import stack_text
+from gpuplan.core.sizing.latency_curve import latency_curve
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.serving_load import Timing
 from gpuplan.core.sizing.speed import (
     StepTime,
     StepWork,
@@ -130,6 +132,8 @@ class Pick:
     #: training: the layout of the shape the grown model takes when `config`'s own does not hold it (the grown
     #: bytes are that layout's)
     grown_as: Config | None = None
+    #: inference: the timed operating point the speed result was built from (its latency curve is drawn from it)
+    timing: Timing | None = None
     #: set by the ranking
     score: float = 0.0
     pareto: bool = False
@@ -147,7 +151,8 @@ def _reject(rejected: list[Rejected], gpu: Gpu, ps: int, servers: int, code: str
 
 def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWork | None, step: StepTime | None,
          inference: SpeedResult | None, metric: float, grown: int, cap: int, usable: int,
-         rejected: list[Rejected], grown_as: Config | None = None) -> Pick | None:
+         rejected: list[Rejected], grown_as: Config | None = None,
+         timing: Timing | None = None) -> Pick | None:
     """The candidate `c` on `servers` x `ps` x `gpu`, or None (with the reason in `rejected`) when no server takes
     it or it misses the deadline, the latency target or the budget. `grown`: its bytes per GPU after the planned
     growth, those of `grown_as` when the grown model takes another layout of the shape."""
@@ -217,7 +222,8 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     return Pick(gpu=gpu, gpus_per_server=ps, servers=servers, config=c, work=work, step=step, inference=inference,
                 grown_device_bytes=grown, cap=cap, usable=usable, needs=needs, price=price,
                 rent=rent, cost=cost, cost_basis=basis, time_hours=time_h, request_latency_s=latency,
-                checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate, grown_as=grown_as)
+                checkpoint_bytes=ckpt_b, adequate=ev is None or ev.adequate, grown_as=grown_as,
+                timing=timing)
 
 
 def _layout_of(c: Config) -> CandidateLayout:
@@ -335,6 +341,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         price=price, rent=rent, cost=cost, cost_basis=basis, currency=ctx.currency,
         time_hours=k.time_hours, request_latency_s=k.request_latency_s, score=k.score, pareto=k.pareto, reasons=reasons,
         evidence=ctx.evidence.get(gpu.id), stack=stack,
+        latency_curve=latency_curve(k.timing, inf.objectives) if k.timing is not None and inf is not None else None,
     )
 
 

@@ -45,6 +45,7 @@ from gpuplan.core.sizing.project import (
     grows,
     training_tokens,
 )
+from gpuplan.core.sizing.serving_load import Timing
 from gpuplan.core.sizing.speed import (
     StepWork,
     tokens_per_sample,
@@ -275,14 +276,14 @@ class _Search:
         work: StepWork | None = None  # training only
         step: StepTime | None = None
         inference: SpeedResult | None = None
+        timing: Timing | None = None  # serving only
         if self.training:
             metric, c, work, step = self.time_training(grown_ok, gpu, ps)
         else:
             assert self.serve is not None  # fewest GPUs for the load, then the mean latency at it
             c, served = self.serve.choose(grown_ok, lambda c: self.time_config(c, gpu, ps))
             mp = c.layout.tp * c.layout.pp
-            have = n // mp
-            need, cap_rps = served.replicas_needed, served.capacity_requests_per_s
+            have, need, cap_rps = n // mp, served.replicas_needed, served.capacity_requests_per_s
             if need is None and cap_rps is not None:
                 self.reject(gpu, ps, servers, "latency", f"no number of these replicas serves the load within the "
                             f"objectives: one (its KV cache holds {served.kv_cache_requests or 0:,.1f} request(s)) "
@@ -297,15 +298,15 @@ class _Search:
                 return "deadline"
             metric = self.serve.latency_s(c, served)
             inference = self.serve.result(c, gpu, served)  # built for the layouts judged only
+            timing = self.serve.timing(c, served)
         if self.inp.speed.generations[gpu.generation].basis == "prior":
             metric /= self.inp.speed.params.range_low  # no published runs calibrate this generation: slow end
-        before = len(self.rejected)
-        cap = int(gpu.memory_gib * GIB)
+        before, cap = len(self.rejected), int(gpu.memory_gib * GIB)
         grown, grown_as = self.at_load(self.grown_load(c, inference))(c, 1.0, usable), None
         if frugal is not None and grown > usable:  # the grown model takes the shape's most frugal layout
             grown, grown_as = self.grown_device(frugal, 1.0), frugal
         k = pick(self.ctx, gpu, ps, servers, c, work, step, inference, metric, grown, cap, usable, self.rejected,
-                 grown_as)
+                 grown_as, timing)
         if k is not None:
             self.picks.append(k)
             self.kept_gpus.add(gpu.id)

@@ -106,13 +106,32 @@ class Engine:
     prompt_std: float = 0.0
     output_std: float = 0.0
     poisson: bool = True
+    #: mean prompt tokens of a request found in the prefix cache (they skip prefill; their KV is attended), and
+    #: whether the requests in flight share them (their blocks held once, `cached` tokens in all) or each holds its own
+    cached: float = 0.0
+    cached_shared: bool = False
     #: its hash, made once: an engine keys several caches (its saturation, its capacity, a search's timings)
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash((
             self.cost, self.budget, self.max_seqs, self.kv_tokens, self.block, self.prompt, self.output,
-            self.prompt_std, self.output_std, self.poisson)))
+            self.prompt_std, self.output_std, self.poisson, self.cached, self.cached_shared)))
+
+    @property
+    def fresh(self) -> float:
+        """Prompt tokens a request prefills: those not found in the prefix cache."""
+        return self.prompt - self.cached
+
+    @property
+    def held(self) -> float:
+        """Prompt tokens whose KV cache a request holds itself (a shared cached prefix is held once, apart)."""
+        return self.prompt - self.cached if self.cached_shared else self.prompt
+
+    @property
+    def shared_tokens(self) -> float:
+        """KV cache tokens held once for the requests in flight: the shared cached prefix (0 when none)."""
+        return self.cached if self.cached_shared else 0.0
 
     def __hash__(self) -> int:
         return self._hash
@@ -157,18 +176,20 @@ def _step_parts(e: Engine, arrivals: float) -> _Parts:
     budget_left = e.budget - d
     if budget_left <= 0:
         return 0.0, 0.0, 0.0, d, 1, 1.0, "budget"
-    per_step = arrivals * e.prompt
+    fresh, cached = e.fresh, e.cached
+    per_step = arrivals * fresh
     load = per_step / budget_left
-    chunks = k = max(math.ceil(e.prompt / budget_left), 1)
+    chunks = k = max(math.ceil(fresh / budget_left), 1)
     spread = 1 - math.exp(-arrivals * k) if e.poisson else min(1.0, arrivals * k)
     m = min(max(load, spread), 1.0)
     ctx = e.prompt + e.output / 2
     kv = d * ctx
     c_m = per_step / m if m > 0 else 0.0
-    pairs_m = arrivals * e.prompt * e.prompt / 2 / m if m > 0 else 0.0
+    # each fresh prompt token attends to the tokens before it, the cached prefix's too: (P² - C²) / 2 pairs
+    pairs_m = arrivals * (e.prompt * e.prompt - cached * cached) / 2 / m if m > 0 else 0.0
     t_d = e.cost.seconds(d, 0.0, kv, kv)
-    # a prefill chunk reads its request's context once: (chunks + 1) / 2 chunks of it on average
-    t_m = e.cost.seconds(d, c_m, kv + c_m * (k + 1) / 2, kv + pairs_m) if m > 0 else t_d
+    # a prefill chunk reads its request's context once: the cached prefix and (chunks + 1) / 2 chunks of the rest
+    t_m = e.cost.seconds(d, c_m, kv + c_m * (k + 1) / 2 + arrivals / m * cached, kv + pairs_m) if m > 0 else t_d
     return t_d, t_m, m, d, chunks, load, ""
 
 
@@ -288,20 +309,27 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     # the prefill server (M/G/1): a request's prompt takes prompt / budget-left of a full-budget step
     budget_left = e.budget - d
     kv = d * (e.prompt + e.output / 2)
-    full = e.cost.seconds(d, budget_left, kv + budget_left * (chunks + 1) / 2, kv + budget_left * e.prompt / 2)
+    fresh, cached = e.fresh, e.cached
+    # a full budget of fresh prompt tokens, each attending to the cached prefix and half its own prompt's rest
+    full = e.cost.seconds(d, budget_left, kv + budget_left * (chunks + 1) / 2 + cached,
+                          kv + budget_left * (cached + fresh / 2))
     per_token = full / budget_left
-    s1 = e.prompt * per_token
-    s2 = (e.prompt ** 2 + e.prompt_std ** 2) * per_token ** 2
+    s1 = fresh * per_token
+    # the prompt's spread in proportion to the share prefilled (the hit rate is a share of each prompt's tokens)
+    fresh_std = e.prompt_std * fresh / e.prompt if e.prompt > 0 else 0.0
+    s2 = (fresh ** 2 + fresh_std ** 2) * per_token ** 2
     rho = rate * s1
     prefilling = rate * chunks * t_m
     running = d + prefilling
-    kv_used = d * (e.prompt + e.output / 2 + e.block / 2) + prefilling * (e.prompt / 2 + e.block / 2)
+    held = e.held  # a shared cached prefix is held once (`shared`), the rest by each request
+    kv_used = (d * (held + e.output / 2 + e.block / 2) + prefilling * (held - fresh / 2 + e.block / 2)
+               + e.shared_tokens)
     bound = ""
     if rho >= 1:
         bound = "budget"
     elif running + 2 * math.sqrt(running) > e.max_seqs:
         bound = "max-num-seqs"
-    elif kv_used + 2 * math.sqrt(max(running, 1.0)) * (e.prompt + e.output / 2) > e.kv_tokens:
+    elif kv_used + 2 * math.sqrt(max(running, 1.0)) * (held + e.output / 2) > e.kv_tokens:
         bound = "kv-cache"
     return State(rate=rate, stable=not bound, bound=bound, step_s=x, decode_s=t_d, mixed_s=t_m, mixed_share=m,
                  decodes=d, chunks=chunks, prefill_load=min(rho, 1.0), service_s=s1, service_s2=s2,
@@ -312,9 +340,9 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
 def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
     """One request's prompt prefilled in chunks of what the budget leaves beside `d` decodes (reading `kv` tokens of
     their cache): full chunks, then the rest; each chunk reads its context so far. Grows with the prompt."""
-    if budget_left <= 0 or e.prompt / budget_left > 64:
+    if budget_left <= 0 or e.fresh / budget_left > 64:
         return 0.0  # very long prompts: the mean mixed step per chunk stands (the caller takes the larger)
-    total, done = 0.0, 0.0
+    total, done = 0.0, e.cached  # the cached prefix is read, not prefilled
     while done < e.prompt:
         c = min(budget_left, e.prompt - done)
         total += e.cost.seconds(d, c, kv + done + c, kv + c * (done + c / 2))

@@ -24,12 +24,13 @@ from gpuplan.core.sizing.rates import (
 )
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
 from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, request_tokens
+from gpuplan.core.sizing.slo import objectives
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
-from gpuplan.schema.serving import InferenceSpeed, Objectives, Percentiles, ServingData, UseCaseTemplate
+from gpuplan.schema.serving import InferenceSpeed, Objectives, Percentiles, ServingData
 from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult
 from gpuplan.units import GIB
 
@@ -74,6 +75,9 @@ class EngineModel:
     prompt_std: float
     output_std: float
     poisson: bool
+    #: prompt tokens per request found in the prefix cache, and whether the requests in flight share them
+    cached: float = 0.0
+    cached_shared: bool = False
 
 
 def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingData) -> EngineModel:
@@ -94,7 +98,10 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
         kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
         flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
-        output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w))
+        output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w),
+        # prefix caching: the hit rate's share of the mean prompt is found in the cache and skips prefill
+        cached=w.prefix_cache.hit_rate * prompt if paged and w.prefix_cache is not None else 0.0,
+        cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0))
 
 
 def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
@@ -126,55 +133,6 @@ def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu
         hop_s_per_token=m.hidden_b / hop_bw))
 
 
-def objectives(w: Workload, serving: ServingData) -> Objectives:
-    """The objectives in force: each the project's own where it states it (workload.slo; target_latency_s as an
-    end-to-end objective), the use case's template for the rest (issue #27: a template never overrides the
-    project). The template's end-to-end objective is written for its own lengths and objectives: for a project's,
-    it is scaled by what they imply (TTFT + output tokens x ITL), and never asks for less time than the project's
-    own TTFT and ITL objectives imply."""
-    case = serving.use_cases.get(w.use_case) if w.use_case else None
-    slo = w.slo
-    own = {"ttft": slo.ttft_s if slo else None, "itl": slo.itl_s if slo else None,
-           "e2e": (slo.e2e_s if slo and slo.e2e_s else None) or w.target_latency_s}
-    origins = {k: ("slo" if k != "e2e" or (slo and slo.e2e_s) else "target_latency_s")
-               for k, v in own.items() if v}
-    ttft = own["ttft"] or (_template_ttft(case, w) if case else None)
-    itl = own["itl"] or (case.itl_s if case else None)
-    e2e = own["e2e"]
-    if case is not None:
-        origins.update({k: f"use_case {case.id}" for k in ("ttft", "itl") if not own[k]})
-        if not own["ttft"] and ttft != case.ttft_s:
-            origins["ttft"] = f"use_case {case.id}, scaled to {w.context_length:,} prompt tokens"
-        if not e2e:
-            e2e, origins["e2e"] = _template_e2e(case, w, ttft or 0.0, itl or 0.0, bool(own["ttft"] or own["itl"]))
-    pct = slo.percentile if slo else (case.percentile if case else 90)
-    origin = "slo" if slo else ("use_case" if case else ("target_latency_s" if w.target_latency_s else "none"))
-    return Objectives(ttft_s=ttft, itl_s=itl, e2e_s=e2e, percentile=pct, origin=origin, origins=origins)
-
-
-def _template_ttft(case: UseCaseTemplate, w: Workload) -> float:
-    """A use case's TTFT objective for the project's prompts: the template's is written for its own prompt length,
-    and a prompt's prefill takes time in proportion to its tokens, so a longer prompt gets the template's TTFT x
-    the ratio (issue #27: a template's objectives scale with the project's lengths); a shorter one keeps it."""
-    prompt = w.context_length or case.prompt_tokens
-    return case.ttft_s * max(prompt / case.prompt_tokens, 1.0)
-
-
-def _template_e2e(case: UseCaseTemplate, w: Workload, ttft: float, itl: float, own: bool) -> tuple[float, str]:
-    """A use case's end-to-end objective for the project's output length and the TTFT and ITL objectives in force
-    (`own`: the project states one of them), and where it comes from."""
-    out = w.output_tokens or case.output_tokens
-    implied = ttft + out * itl
-    written = case.ttft_s + case.output_tokens * case.itl_s
-    e2e = case.e2e_s if implied == written else case.e2e_s * implied / written
-    if own:  # a template never makes the project's own objectives stricter than they are
-        e2e = max(e2e, implied)
-    if e2e == case.e2e_s:
-        return e2e, f"use_case {case.id}"
-    return e2e, (f"use_case {case.id}, scaled to {out:,} output tokens"
-                 + (" and the project's own objectives" if own else ""))
-
-
 def lengths(arch: ModelArch, w: Workload, serving: ServingData) -> tuple[float, float]:
     """(prompt, output) mean tokens: the workload's, else its use case's, else the model's context and 256."""
     case = serving.use_cases.get(w.use_case) if w.use_case else None
@@ -203,7 +161,8 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
     e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
                         max_seqs=seqs, kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt,
-                        output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson))
+                        output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson,
+                        cached=m.cached, cached_shared=m.cached_shared))
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
@@ -359,6 +318,10 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
                       f"({e.budget:,} tokens in one forward pass), then decoded together with eager kernels (no CUDA "
                       f"graphs); a full KV cache per sequence, {e.kv_tokens * rep.pp:,.0f} tokens per replica; timed "
                       "as the engine model with that budget (static batching's lockstep is not modelled)")
+    if e.cached > 0:
+        how_engine += (f"; prefix caching: {e.cached / e.prompt:.0%} of each prompt ({e.cached:,.0f} tokens) found in "
+                       "the cache, not prefilled" + (", its KV blocks held once for the requests in flight"
+                                                     if e.cached_shared else ", held by each request"))
     return [how_engine,
             (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
@@ -391,6 +354,6 @@ def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu
     return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
-__all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed", "lengths",
-           "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
+__all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed",
+           "lengths", "objectives", "poisson_arrivals", "size_replicas", "step_cost", "targets_of", "time_replicas",
            "timed_result"]

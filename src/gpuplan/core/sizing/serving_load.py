@@ -90,7 +90,7 @@ class Sizing:
     @property
     def kv_cache_requests(self) -> float:
         e = self.rep.engine
-        return e.kv_tokens * self.rep.pp / (e.prompt + e.output)
+        return max(e.kv_tokens - e.shared_tokens, 0.0) * self.rep.pp / (e.held + e.output)
 
 
 @dataclass(frozen=True, slots=True)

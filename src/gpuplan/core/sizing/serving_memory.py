@@ -71,8 +71,13 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     # tensor parallel splits the KV heads; with fewer KV heads than GPUs each GPU keeps a replica of one
     # Hugging Face's cache keeps every prefilled token, sliding-window layers too; a paged engine's blocks the window
     paged = engine is not None and engine.paged
-    kv = kv_cache_bytes(arch, r.batch, request_tokens(arch, w, engine, r), kv_b, window=paged) / min(
-        lay.tp, arch.num_kv_heads) / lay.pp
+    tokens_each, shared = request_tokens(arch, w, engine, r), 0
+    pc = w.prefix_cache
+    if paged and engine is not None and pc is not None and pc.shared and r.batch > 1:  # a shared prefix held once
+        shared = int(pc.hit_rate * r.seq) // engine.block_size_tokens * engine.block_size_tokens
+        tokens_each -= shared
+    kv = (kv_cache_bytes(arch, r.batch, tokens_each, kv_b, window=paged)
+          + kv_cache_bytes(arch, 1, shared, kv_b, window=paged)) / min(lay.tp, arch.num_kv_heads) / lay.pp
     beta = 4 if dtype == "fp32" else 2
     tokens = min(prefill_budget(w, engine) or r.batch * r.seq, r.batch * r.seq)
     # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out

@@ -243,6 +243,77 @@ function showLatency(inf) {
   table.hidden = false;
 }
 
+// serving: latency against load (issue #29), the recommendation's latency_curve drawn as it comes from the API
+// (the only arithmetic is the drawing's scale); one panel per latency, the objective across, the planned load marked
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svgEl(name, attrs, text) {
+  const el = document.createElementNS(SVG_NS, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+function niceTop(v) {  // a round axis top at or above v
+  const step = 10 ** Math.floor(Math.log10(v));
+  return [1, 2, 2.5, 5, 10].map((m) => m * step).find((t) => t >= v) || v;
+}
+function latencyPanel(curve, metric, title) {
+  const W = 260, H = 190, L = 42, R = 8, T = 18, B = 30;
+  const pts = curve.points;
+  const obj = curve.objectives || {};
+  const target = obj[metric + "_s"];
+  const xMax = pts[pts.length - 1].requests_per_s;
+  const ys = pts.flatMap((p) => Object.values(p[metric + "_s"]));
+  const yMax = niceTop(Math.max(...ys, target == null ? 0 : target * 1.1));
+  const x = (v) => L + (W - L - R) * v / xMax;
+  const y = (v) => H - B - (H - T - B) * Math.min(v, yMax) / yMax;
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "data-metric": metric,
+                             "aria-label": `${title} against the arrival rate` });
+  svg.append(svgEl("text", { x: W / 2, y: 12, "text-anchor": "middle", class: "title" }, title));
+  svg.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
+  svg.append(svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+  for (const f of [0, 0.5, 1]) {
+    svg.append(svgEl("text", { x: L - 4, y: y(yMax * f) + 3, "text-anchor": "end", class: "tick" },
+                     String(Number((yMax * f).toPrecision(2)))));
+    svg.append(svgEl("text", { x: x(xMax * f), y: H - B + 12, "text-anchor": "middle", class: "tick" },
+                     String(Number((xMax * f).toPrecision(2)))));
+  }
+  svg.append(svgEl("text", { x: (L + W - R) / 2, y: H - 3, "text-anchor": "middle", class: "tick" },
+                   "arrival rate (requests/s)"));
+  curve.percentiles.forEach((q, i) => {
+    const d = pts.map((p, k) => `${k ? "L" : "M"}${x(p.requests_per_s).toFixed(1)},${y(p[metric + "_s"]["p" + q]).toFixed(1)}`);
+    const path = svgEl("path", { d: d.join(" "), class: `series s${i}`, "data-percentile": q });
+    path.append(svgEl("title", {}, `p${q}`));
+    svg.append(path);
+  });
+  if (target != null) {
+    const line = svgEl("line", { x1: L, x2: W - R, y1: y(target), y2: y(target), class: "slo", "data-value": target });
+    line.append(svgEl("title", {}, `objective: ${target} s at p${obj.percentile}`));
+    svg.append(line);
+  }
+  const planned = svgEl("line", { x1: x(curve.planned_requests_per_s), x2: x(curve.planned_requests_per_s), y1: T,
+                                  y2: H - B, class: "planned", "data-value": curve.planned_requests_per_s });
+  planned.append(svgEl("title", {}, `planned load: ${curve.planned_requests_per_s.toPrecision(3)} requests/s`));
+  svg.append(planned);
+  if (curve.capacity_requests_per_s) {
+    svg.append(svgEl("line", { x1: x(curve.capacity_requests_per_s), x2: x(curve.capacity_requests_per_s), y1: T,
+                               y2: H - B, class: "capacity", "data-value": curve.capacity_requests_per_s }));
+  }
+  return svg;
+}
+function showLatencyChart(curve) {
+  const fig = $("#latency-chart");
+  if (!curve || !curve.points || !curve.points.length) { fig.hidden = true; return; }
+  const panels = [["ttft", "time to first token"], ["itl", "inter-token latency"], ["e2e", "end to end"]];
+  $("#latency-panels").replaceChildren(...panels.map(([m, title]) => latencyPanel(curve, m, title)));
+  const obj = curve.objectives || {};
+  const colors = ["blue", "orange", "green"];
+  $("#latency-legend").textContent = curve.percentiles.map((q, i) => `p${q} (${colors[i]})`).join(", ")
+    + " against the arrival rate of "
+    + `${curve.replicas} replica(s) (${curve.arrival} arrivals); dashed: the objective at p${obj.percentile || 90}; `
+    + "solid vertical: the planned load; dotted: the capacity within the objectives.";
+  fig.hidden = false;
+}
+
 function showPlan(project, plan, summary, report, change) {
   const rec = plan.recommendation;
   const gpu = $("#recommended-gpu");
@@ -260,6 +331,7 @@ function showPlan(project, plan, summary, report, change) {
     return [dt, dd];
   }));
   showLatency(plan.candidates[0] && plan.candidates[0].inference);
+  showLatencyChart(rec.latency_curve);
   $("#summary").hidden = false;
   const box = $("#change");
   if (change && state.summary) {
