@@ -124,7 +124,8 @@ class _Search:
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
-                           engine=inp.serving.engine if inp.serving is not None and not self.training else None,
+                           engine=inp.serving.engine if inp.serving is not None and (
+                               not self.training or w.grpo is not None) else None,  # GRPO: its rollout engine
                            weights_bytes=weights_b, checkpoint_bytes=ckpt_b, bytes_per_token=per_token,
                            terms_cache=memory, framework=self.framework)
         #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them, by
@@ -138,6 +139,7 @@ class _Search:
         self.space = TrainingSpace(arch, p, w, self.gbs, inp.table, inp.overheads, inp.speed, trainable, tokens,
                                    memory=memory, grows=self.grows, grown_models=self.grown_models,
                                    grown_workload=lambda gw: grown_workload(gw, proj, arch),
+                                   serving=inp.serving if w.grpo is not None else None,
                                    framework=self.framework) if self.training else None
         #: configurations whose memory was computed and timings (training: the space counts them)
         self.evaluated = self.timed = 0
