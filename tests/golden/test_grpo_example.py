@@ -104,3 +104,18 @@ def test_bad_grpo_settings_say_what_to_change(workload: dict[str, Any], says: st
     with pytest.raises(GpuplanError) as err:
         estimate(project, catalog=CATALOG)
     assert says in str(err.value)
+
+
+def test_fit_and_export_say_they_do_not_answer_grpo_yet() -> None:
+    # fit's knobs (micro-batch, sequence, model) are not a GRPO step's, whose memory the rollout sets; its launcher
+    # is a verl or TRL job gpuplan does not write yet: both refuse with what to do instead, never a wrong answer
+    from gpuplan.api import fit
+    from gpuplan.catalog.loader import load_project
+    from gpuplan.core.export.targets import export
+
+    with pytest.raises(GpuplanError, match="try them with gpuplan estimate"):
+        fit(example_path("qwen2.5-7b-grpo"), gpu="h100-sxm-80gb", gpus=64, catalog=CATALOG)
+    rec = plan(example_path("qwen2.5-7b-grpo"), catalog=CATALOG).recommendation
+    assert rec is not None
+    with pytest.raises(GpuplanError, match="verl or TRL job"):
+        export(load_project(example_path("qwen2.5-7b-grpo"))[0], rec, "deepspeed")
