@@ -145,11 +145,9 @@ def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:
         workload.update(task="dpo", micro_batch_size=r.batch // SEQUENCES_PER_PAIR)
         if w.global_batch_size:
             workload["global_batch_size"] = w.global_batch_size // SEQUENCES_PER_PAIR
-    if w.grpo is not None and w.task != "grpo":  # a GRPO policy's view (core/sizing/grpo.py): its lengths and
-        # batch are the grpo section's
+    if w.grpo is not None and w.task != "grpo":  # a GRPO policy's view (core/sizing/grpo.py): its sequence
+        # (prompt + response) and global batch (prompts x group) are the grpo section's, shown as the pass trains them
         workload["task"] = "grpo"
-        for key in ("sequence_length", "global_batch_size"):
-            workload.pop(key, None)
     return workload
 
 
