@@ -23,6 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from gpuplan.core.sizing.grpo_policy import grpo_notes
+from gpuplan.core.sizing.grpo_policy import policy_project as grpo_policy
+from gpuplan.core.sizing.grpo_policy import reference_bytes as grpo_reference_bytes
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.errors import InputError
 from gpuplan.schema.estimate import Note
@@ -65,8 +68,6 @@ def policy_project(project: Project) -> Project:
     counted as sequences (both run through the policy); a GRPO project's (core/sizing/grpo.py)."""
     w = project.workload
     if w.task == "grpo":
-        from gpuplan.core.sizing.grpo import policy_project as grpo_policy
-
         return grpo_policy(project)
     if w.task != "dpo":
         return project
@@ -98,8 +99,6 @@ def check_dpo(arch: ModelArch, w: Workload) -> None:
 
 def policy_noted(project: Project, base_dir: T, notes: list[Note]) -> tuple[Project, T, list[Note]]:
     """The API's project as every step reads it (`policy_project`), with the DPO or GRPO note after `notes`."""
-    from gpuplan.core.sizing.grpo import grpo_notes
-
     w = project.workload
     return policy_project(project), base_dir, [*notes, *dpo_notes(w), *grpo_notes(w)]
 
@@ -146,7 +145,7 @@ def reference_weight_bytes(p: ParamCount, w: Workload) -> float:
     """The frozen reference's weights, whole (0: none held: LoRA, a precomputed reference, GRPO with kl off, neither
     DPO nor GRPO). GRPO's is held through both phases (core/sizing/grpo.py)."""
     if w.grpo is not None:
-        return float(p.total * REFERENCE_BYTES_PER_PARAM) if w.grpo.kl and w.grpo.method == "full" else 0.0
+        return grpo_reference_bytes(p, w.grpo)
     spec = w.dpo if w.task != "dpo" else dpo_spec(w)
     if spec is None or spec.method != "full" or spec.reference != "model":
         return 0.0
