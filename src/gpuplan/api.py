@@ -81,7 +81,8 @@ def estimate(project: Project | dict[str, Any] | str | Path, *, gpu: str | None 
     return core_estimate.estimate(project, model.arch, hw, gpu_row, model_name=model.name, origin=model.origin,
                                   source=model.source, as_of=model.as_of, speed=load_speed_model(),
                                   table=load_activation_table(), overheads=load_overheads(), notes=catalog_notes,
-                                  serving=_serving_data() if project.workload.task == "inference" else None)
+                                  serving=_serving_data() if project.workload.task == "inference"
+                                  or project.workload.grpo is not None else None)  # GRPO: its rollout engine
 
 
 def _serving_data(w: Any = None) -> Any:

@@ -30,8 +30,9 @@ from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.schema.project import Project
 
 EXAMPLES = example_names()
-TRAINING = [n for n in EXAMPLES if load_project(example_path(n))[0].workload.task != "inference"]
-SERVING = [n for n in EXAMPLES if n not in TRAINING]
+#: GRPO's launcher (a verl or TRL job) is not written yet: export refuses it (tests/golden/test_grpo_example.py)
+TRAINING = [n for n in EXAMPLES if load_project(example_path(n))[0].workload.task not in ("inference", "grpo")]
+SERVING = [n for n in EXAMPLES if load_project(example_path(n))[0].workload.task == "inference"]
 
 
 @functools.cache

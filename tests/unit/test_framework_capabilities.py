@@ -21,7 +21,7 @@ from gpuplan.core.export.targets import TARGETS, export
 from gpuplan.core.sizing.frameworks import can_run, cannot_run, default_framework, stack_text
 from gpuplan.errors import CatalogError, InfeasibleError, InputError
 from gpuplan.schema.plan import Candidate, PlanResult
-from gpuplan.schema.project import Framework, Layout, Project
+from gpuplan.schema.project import Framework, GrpoSpec, Layout, Project
 
 CAPS = load_capabilities()
 TRAINING = [n for n in example_names() if yaml.safe_load(example_path(n).read_text())["workload"]["task"]
@@ -139,6 +139,9 @@ def test_every_example_is_planned_on_a_layout_its_framework_runs(name: str) -> N
         from gpuplan.core.sizing.preference import POLICY_TASK
         assert proj.workload.dpo is not None
         task = POLICY_TASK[proj.workload.dpo.method]
+    if task == "grpo":  # so does a GRPO policy (core/sizing/grpo_policy.py)
+        from gpuplan.core.sizing.grpo_policy import POLICY_TASK as GRPO_POLICY_TASK
+        task = GRPO_POLICY_TASK[(proj.workload.grpo or GrpoSpec()).method]
     for c in plan.candidates:
         assert runnable(c, task), (c.gpu_id, c.layout, c.stack)
         assert f"stack: {c.stack.text}" in c.reasons  # type: ignore[union-attr]

@@ -234,7 +234,7 @@ def test_openapi_documents_the_project_body(client: Api) -> None:
     assert body == {"$ref": "#/components/schemas/Project"}
     assert set(comps["Project"]["properties"]) == set(Project.model_fields)
     assert comps["Project.Workload"]["properties"]["task"]["enum"] == [
-        "pretrain", "full-finetune", "lora", "qlora", "inference", "dpo"]
+        "pretrain", "full-finetune", "lora", "qlora", "inference", "dpo", "grpo"]
 
 
 def test_the_page_loads_nothing_from_elsewhere(client: Api) -> None:

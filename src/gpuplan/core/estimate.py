@@ -17,6 +17,7 @@ from gpuplan.core.sizing.engine_memory import (
 )
 from gpuplan.core.sizing.engines import serving_for
 from gpuplan.core.sizing.flops import forward_flops, training_flops
+from gpuplan.core.sizing.grpo import check_grpo, with_rollout
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, check_dpo, in_pairs, policy_noted, reference_forward
@@ -48,6 +49,7 @@ TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation",
 def check_workload(arch: ModelArch, w: Workload) -> None:
     """InputError when the workload asks what the architecture cannot do."""
     check_dpo(arch, w)
+    check_grpo(arch, w)
     if arch.kind == "cnn" and w.task in ("lora", "qlora"):
         raise InputError(["workload", "task"], f"{w.task} adapts linear layers of transformers; "
                          f"{arch.model_type} is a CNN", "pretrain, full-finetune, inference")
@@ -65,7 +67,7 @@ def check_workload(arch: ModelArch, w: Workload) -> None:
 
 def _training(project: Project, arch: ModelArch, params: ParamCount, mem: MemoryEstimate, hw: Hardware,
               gpu: Gpu | None, speed: SpeedModel, table: ActivationTable,
-              notes: list[Note]) -> tuple[ComputeOut, TimeEstimate | None]:
+              notes: list[Note], serving: ServingData | None = None) -> tuple[ComputeOut, TimeEstimate | None]:
     w = project.workload
     r = resolve(arch, w)
     total, how = training_tokens(project, tokens_per_sample(arch, w))
@@ -77,7 +79,7 @@ def _training(project: Project, arch: ModelArch, params: ParamCount, mem: Memory
     time = None
     if gpu is not None:
         sp = estimate_training_speed(arch, params, w, hw.layout, hw.gpus, gpu, speed, table,
-                                     trainable=mem.trainable_parameters, total_tokens=total)
+                                     trainable=mem.trainable_parameters, total_tokens=total, serving=serving)
         time, compute = sp.time, sp.compute
         notes += sp.notes
         if how and time is not None:
@@ -135,6 +137,9 @@ def shown_workload(arch: ModelArch, w: Workload) -> dict[str, object]:
         workload.update(task="dpo", micro_batch_size=r.batch // SEQUENCES_PER_PAIR)
         if w.global_batch_size:
             workload["global_batch_size"] = w.global_batch_size // SEQUENCES_PER_PAIR
+    if w.grpo is not None and w.task != "grpo":  # a GRPO policy's view (core/sizing/grpo.py): its sequence
+        # (prompt + response) and global batch (prompts x group) are the grpo section's, shown as the pass trains them
+        workload["task"] = "grpo"
     return workload
 
 
@@ -171,10 +176,12 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
         mem = estimate_serving_memory(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine)
     else:
         mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, overheads)
+        mem = with_rollout(mem, arch, params, w, hw.layout, hw.gpus, overheads,
+                           serving.engine if serving is not None else None)
     notes = [*notes, *mem.notes]
     time = inference = None
     if w.task != "inference":
-        compute, time = _training(project, arch, params, mem, hw, gpu, speed, table, notes)
+        compute, time = _training(project, arch, params, mem, hw, gpu, speed, table, notes, serving)
     elif serving is None:
         raise InputError(["workload", "task"], "serving estimates need the serving engine's data "
                          "(gpuplan.catalog.serving.load_serving(), passed as serving=)")

@@ -14,7 +14,8 @@ from gpuplan.units import fmt_gib, fmt_hours
 
 PARTS = [
     ("weights_bytes", "weights"),
-    ("reference_bytes", "reference model (DPO, frozen 16-bit)"),
+    ("reference_bytes", "reference model (DPO/GRPO, frozen 16-bit)"),
+    ("rollout_weights_bytes", "rollout engine weights (GRPO, colocated vLLM)"),
     ("gradients_bytes", "gradients"),
     ("optimizer_bytes", "optimizer states"),
     ("activations_bytes", "activations"),

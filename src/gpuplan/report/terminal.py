@@ -35,13 +35,15 @@ from gpuplan.units import GIB, fmt_gib, fmt_ram_gb
 #: checklist verdict -> (mark, colour)
 MARK = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "not evaluated": ("–", "dim")}
 
-#: the memory bar, left to right: MemoryOut field, legend label, letter drawn without colour, colour. The seven
-#: tensor parts (the reference model: DPO only) sum to the tensors' peak; the allocator's reserve and the CUDA
-#: context bring it to the device total (what nvidia-smi shows, what the plan checks against the GPU's memory).
+#: the memory bar, left to right: MemoryOut field, legend label, letter drawn without colour, colour. The eight
+#: tensor parts (the reference model: DPO and GRPO; the rollout engine's weights: GRPO) sum to the tensors' peak;
+#: the allocator's reserve and the CUDA context bring it to the device total (what nvidia-smi shows, what the plan
+#: checks against the GPU's memory).
 BAR_PARTS = (("weights_bytes", "weights", "W", "blue"), ("reference_bytes", "reference model", "F", "bright_cyan"),
              ("gradients_bytes", "gradients", "G", "magenta"), ("optimizer_bytes", "optimizer", "O", "yellow"),
              ("activations_bytes", "activations", "A", "green"), ("kv_cache_bytes", "KV cache", "K", "cyan"),
              ("other_bytes", "temporaries", "T", "bright_blue"),
+             ("rollout_weights_bytes", "rollout engine", "E", "bright_green"),
              ("reserve", "allocator reserve", "R", "bright_magenta"),
              ("context", "CUDA context", "C", "red"))
 FREE_GLYPH = "·"

@@ -77,13 +77,16 @@ class MemoryBreakdown(_Frozen):
     activations_bytes: int
     kv_cache_bytes: int
     other_bytes: int
-    #: DPO's frozen reference model (its 16-bit weights, sharded as the policy's); 0 for every other task
+    #: DPO's and GRPO's frozen reference model (its 16-bit weights, sharded as the policy's); 0 for every other task
     reference_bytes: int = 0
+    #: GRPO's colocated rollout engine: its own 16-bit copy of the weights, at the rollout phase's peak (its KV cache
+    #: is kv_cache_bytes); 0 for every other task
+    rollout_weights_bytes: int = 0
 
     @property
     def total(self) -> int:
         return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
-                + self.kv_cache_bytes + self.other_bytes + self.reference_bytes)
+                + self.kv_cache_bytes + self.other_bytes + self.reference_bytes + self.rollout_weights_bytes)
 
 
 class MemoryEstimate(_Frozen):

@@ -21,12 +21,15 @@ from gpuplan.schema.defaults import (
     Objective,
 )
 
-Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference", "dpo"]
+Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference", "dpo", "grpo"]
 #: how a preference-tuned policy trains (DPO): every parameter, or LoRA adapters on a frozen base
 DpoMethod = Literal["full", "lora"]
 #: where DPO's reference log-probabilities come from: a frozen copy of the model run each step, or computed once
 #: before training (TRL precompute_ref_log_probs)
 DpoReference = Literal["model", "precomputed"]
+#: where GRPO's rollout engine runs: on the trainer's GPUs, swapping memory between the phases (verl's hybrid engine,
+#: TRL vllm_mode=colocate); the only placement this release sizes
+GrpoPlacement = Literal["colocated"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 #: paged-adamw-8bit: bitsandbytes' PagedAdamW8bit (states in CUDA unified memory, paged to the host under pressure)
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
@@ -127,6 +130,24 @@ class DpoSpec(_Section):
     reference: DpoReference = "model"
 
 
+class GrpoSpec(_Section):
+    """Group relative policy optimisation (task grpo), colocated: each step a vLLM engine on the trainer's GPUs
+    generates `group_size` responses of up to `response_length` tokens to each of `prompts_per_step` prompts of
+    `prompt_length` tokens, the old policy (and with `kl` a frozen reference) scores them, and the policy trains as
+    `method` on every sequence. Defaults (docs/project.md): verl's data defaults (train_batch_size 1024,
+    max_prompt_length 512, max_response_length 512), TRL's num_generations (8), the KL term of DeepSeekMath's GRPO."""
+
+    method: DpoMethod = "full"
+    #: a KL penalty to a frozen reference model: its 16-bit copy is held (none with LoRA: the base without adapters)
+    #: and run each step
+    kl: bool = True
+    group_size: PositiveInt = Field(8, le=4096)
+    prompts_per_step: PositiveInt = Field(1024, le=MAX_BATCH)
+    prompt_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
+    response_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
+    placement: GrpoPlacement = "colocated"
+
+
 class Slo(_Section):
     """Serving objectives: each a time the given percentile of requests stays within (seconds)."""
 
@@ -173,6 +194,9 @@ class Workload(_Section):
     #: task dpo: the policy's method and the reference (micro_batch_size, global_batch_size and data.samples count
     #: preference pairs, each a chosen and a rejected sequence of sequence_length tokens)
     dpo: DpoSpec | None = None
+    #: task grpo: the policy's method, the KL reference, the group, the prompts per step and the lengths
+    #: (data.samples counts prompts; micro_batch_size counts sequences, each a prompt and one response)
+    grpo: GrpoSpec | None = None
     tokens: PositiveFloat | None = Field(None, le=MAX_TOKENS)
     epochs: PositiveFloat | None = Field(None, le=MAX_EPOCHS)
     batch_size: PositiveInt = Field(1, le=MAX_BATCH)
@@ -224,12 +248,19 @@ class Workload(_Section):
     def _consistent(self) -> "Workload":
         if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
             raise ValueError("global_batch_size must be at least micro_batch_size")
-        if self.lora is not None and self.task not in ("lora", "qlora", "dpo"):
-            raise ValueError(f"lora settings only apply to task lora, qlora or dpo, not {self.task}")
+        if self.lora is not None and self.task not in ("lora", "qlora", "dpo", "grpo"):
+            raise ValueError(f"lora settings only apply to task lora, qlora, dpo or grpo, not {self.task}")
         if self.dpo is not None and self.task != "dpo":
             raise ValueError(f"dpo settings only apply to task dpo, not {self.task}")
         if self.task == "dpo" and self.lora is not None and (self.dpo or DpoSpec()).method != "lora":
             raise ValueError("lora settings with task dpo need dpo.method: lora")
+        if self.grpo is not None and self.task != "grpo":
+            raise ValueError(f"grpo settings only apply to task grpo, not {self.task}")
+        if self.task == "grpo" and self.lora is not None and (self.grpo or GrpoSpec()).method != "lora":
+            raise ValueError("lora settings with task grpo need grpo.method: lora")
+        if self.task == "grpo" and self.sequence_length is not None:
+            raise ValueError("task grpo takes its sequences' length from grpo.prompt_length and "
+                             "grpo.response_length; drop sequence_length")
         if self.arrival_rate is not None and self.users is not None:
             raise ValueError("give arrival_rate or users, not both")
         if self.prefix_cache is not None and self.task != "inference":

@@ -46,6 +46,10 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
     `model_id` (a Hugging Face id) names the model a served candidate loads."""
     if target not in TARGETS:
         raise InputError(["--to"], f"unknown target {target!r}", ", ".join(TARGETS))
+    if project.workload.task == "grpo" or project.workload.grpo is not None:
+        raise InputError(["--to"], f"project {project.name!r} is a GRPO run (workload.task: grpo): its launcher is a "
+                         "verl or TRL job with the rollout engine beside the trainer, which gpuplan does not write "
+                         "yet (issue #31); the plan's layout and GPUs are what to give it", "none yet for grpo")
     if target in SERVING_TARGETS:
         render_k8s = {"kserve": render_kserve, "lws": render_lws, "vllm-helm": render_vllm_helm}[target]
         return FILENAMES[target], render_k8s(project, candidate, index, model_id)

@@ -20,6 +20,7 @@ from gpuplan.core.sizing.engine_memory import (
     serving_start_bytes,
 )
 from gpuplan.core.sizing.frameworks import stack_text
+from gpuplan.core.sizing.grpo import with_rollout
 from gpuplan.core.sizing.latency_curve import latency_curve
 from gpuplan.core.sizing.memory import estimate_memory, memory_out
 from gpuplan.core.sizing.params import ParamCount
@@ -264,8 +265,9 @@ def departures(ctx: Context, c: Config, usable: int) -> list[str]:
         parts.append(f"micro-batch {w.micro_batch_size // per} (project: {own.micro_batch_size // per})")
     if not changes:
         return []
-    theirs = estimate_memory(ctx.arch, ctx.params, w.model_copy(update=changes), c.layout, c.n, ctx.table,
-                             ctx.overheads).device_bytes
+    ww = w.model_copy(update=changes)
+    theirs = with_rollout(estimate_memory(ctx.arch, ctx.params, ww, c.layout, c.n, ctx.table, ctx.overheads),
+                          ctx.arch, ctx.params, ww, c.layout, c.n, ctx.overheads, ctx.engine).device_bytes
     return [f"departs from the project, the fastest that fits: {', '.join(parts)}; the project's settings need "
             f"{theirs / GIB:,.1f} GiB per GPU here, " + ("within" if theirs <= usable else "over") + " the usable"]
 
@@ -290,6 +292,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     else:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)
+        if ctx.training:  # GRPO: the rollout phase (core/sizing/grpo.py); any other workload as it is
+            mem = with_rollout(mem, ctx.arch, ctx.params, w, lay, c.n, ctx.overheads, ctx.engine)
     time = stack = None
     if ctx.training:
         assert k.work is not None and k.step is not None

@@ -128,7 +128,7 @@ class _Search:
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,
-                           engine=inp.serving.engine if inp.serving is not None and not self.training else None,
+                           engine=inp.serving.engine if inp.serving and (not self.training or w.grpo) else None,
                            weights_bytes=weights_b, checkpoint_bytes=ckpt_b, bytes_per_token=per_token,
                            terms_cache=memory, framework=self.framework)
         #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them, by
@@ -143,6 +143,7 @@ class _Search:
         self.space = TrainingSpace(arch, p, w, self.gbs, inp.table, inp.overheads, inp.speed, trainable, tokens,
                                    memory=memory, grows=self.grows, grown_models=self.grown_models,
                                    grown_workload=lambda gw: grown_workload(gw, proj, arch),
+                                   serving=inp.serving if w.grpo is not None else None,
                                    framework=self.framework) if self.training else None
         #: configurations whose memory was computed and timings (training: the space counts them)
         self.evaluated = self.timed = 0
@@ -236,8 +237,7 @@ class _Search:
         return best.metric, best.config, best.work, best.step
 
     def time_config(self, c: Config, gpu: Gpu, ps: int) -> Served:
-        """The serving layout `c` on `gpu` sized: counted when computed, not when the timer had it for the same engine
-        and load (serving_shapes.ServingTimer)."""
+        """The serving layout `c` on `gpu` sized: counted when computed (serving_shapes.ServingTimer reuses)."""
         assert self.serve is not None
         served = self.serve.size(c, gpu, ps)
         self.timed += served.fresh

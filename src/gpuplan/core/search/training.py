@@ -15,17 +15,19 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from gpuplan.core.search.shapes import Config, LayoutGroup, layout_of, order_key, pow2_upto
+from gpuplan.core.sizing.grpo import rollout_device_bytes, rollout_engine_memory, rollout_parts, timed_step
 from gpuplan.core.sizing.layout_memory import Allocator, AmpCasts, LayoutMemory, device_bytes_of, step_peaks
 from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.project import grow_arch
 from gpuplan.core.sizing.step import StepWork, WorkCache
 from gpuplan.core.sizing.step_time import GpuRates, StepTime, timed
 from gpuplan.core.sizing.training_memory import MemoryCache, layout_memory
-from gpuplan.schema.estimate import ActivationTable, Overheads
+from gpuplan.schema.estimate import ActivationTable, MemoryBreakdown, Overheads
 from gpuplan.schema.framework import FrameworkCaps
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import SpeedModel
 
 
@@ -82,7 +84,7 @@ class TrainingSpace:
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, gbs: int, table: ActivationTable, oh: Overheads,
                  sm: SpeedModel, trainable: int, total_tokens: float | None, *, memory: MemoryCache, grows: bool,
                  grown_models: GrownModels, grown_workload: Callable[[Workload], Workload],
-                 framework: FrameworkCaps | None = None) -> None:
+                 framework: FrameworkCaps | None = None, serving: ServingData | None = None) -> None:
         """`memory`: the parts of the layouts' memory (the search's, which its shown candidates' estimates read too);
         `grows`: whether the planned growth changes any layout's memory; `grown_models`: the grown model, the
         search's; `grown_workload(w)`: `w` with the planned growth of the context; `framework`: what the project's
@@ -91,6 +93,7 @@ class TrainingSpace:
         self.trainable, self.total_tokens, self.grows = trainable, total_tokens, grows
         self.grown_models, self.grown_workload = grown_models, grown_workload
         self.alloc = Allocator.of(oh)
+        self.oh = oh
         #: the search's workload with and without recomputation (what a layout's memory and work read of it)
         self.workloads = {ckpt: w.model_copy(update={"gradient_checkpointing": ckpt}) for ckpt in (False, True)}
         self.memory = memory
@@ -105,6 +108,7 @@ class TrainingSpace:
         self.computed = self.timed = 0
         self._cnn, self._decoder = arch.kind == "cnn", arch.kind == "decoder"
         self.framework = framework
+        self.serving = serving
         #: the ZeRO stages the framework runs with several data-parallel ranks, and with pipeline stages
         self._zeros = tuple(z for z in (0, 1, 2, 3) if framework is None or z in framework.zero)
         self._pp_zeros = tuple(z for z in self._zeros if framework is None or z in framework.pp_zero)
@@ -159,9 +163,25 @@ class TrainingSpace:
         w = self.w
         out = [Config(n, lay, w, ckpt, mbs, mbs * dp * k, 0, order - mbs, k, group)
                for lay, ckpt, order in made for group in (LayoutGroup(n, lay, workloads[ckpt]),) for mbs, k in steps]
+        rollout = self._rollout_bytes(n, made, dp) if w.grpo is not None and self.serving is not None else None
         for c, device in zip(out, device_bytes_of(peaks, self.alloc, n, tp, pp)):
-            c.device_bytes = device
+            c.device_bytes = device if rollout is None else max(device, rollout[c.layout])
         self.computed += len(out)
+        return out
+
+    def _rollout_bytes(self, n: int, made: list[tuple[Layout, bool, int]], dp: int) -> dict[Layout, int]:
+        """GRPO: each layout's device bytes in the rollout phase (the trainer's weights, optimizer states and
+        reference, and the colocated engine's weights, KV cache and temporaries; core/sizing/grpo.py)."""
+        assert self.serving is not None and self.w.grpo is not None
+        out: dict[Layout, int] = {}
+        for lay, _, _ in made:
+            if lay in out:
+                continue
+            st = self.memory.layout_states(self.arch, self.p, self.w, lay, dp)
+            kept = MemoryBreakdown(weights_bytes=st.weights, gradients_bytes=0, optimizer_bytes=st.optimizer,
+                                   activations_bytes=0, kv_cache_bytes=0, other_bytes=0, reference_bytes=st.reference)
+            eng = rollout_engine_memory(self.arch, self.p, self.w.grpo, lay, n, self.oh, self.serving.engine)
+            out[lay] = rollout_device_bytes(rollout_parts(kept, eng), self.oh, n, lay)[2]
         return out
 
     def grown_bytes(self, c: Config, factor: float) -> int:
@@ -218,6 +238,8 @@ class TrainingSpace:
                 work = c.work = StepWork(self.arch, self.p, group.workload, c.layout, c.n, self.sm, self.table,
                                          self.trainable, self.works, micro_batch=c.batch, global_batch=c.global_batch)
             st = timed(work, rates, total, node)
+            if self.serving is not None:  # GRPO: the rollout and the log-probability forwards
+                st = timed_step(st, work, rates, self.arch, self.p, self.sm, self.serving, node, total)
             metric = st.wall if st.wall is not None else 1e9 / st.tokens_per_s / 3600
             if best is None or metric < best[0]:
                 best = (metric, c, work, st)

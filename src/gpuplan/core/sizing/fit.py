@@ -10,6 +10,7 @@ from gpuplan.core.sizing.memory import estimate_memory
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.preference import check_dpo, limits_in_pairs
 from gpuplan.core.sizing.project import grow_arch
+from gpuplan.errors import InputError
 from gpuplan.schema.estimate import ActivationTable, Overheads
 from gpuplan.schema.fit import FitLimit
 from gpuplan.schema.model import ModelArch
@@ -45,6 +46,11 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
     largest batch_size is then the requests its KV cache holds at once; the largest context and model are those
     the engine starts with (one request: it queues what its KV cache cannot hold)."""
     check_dpo(arch, w)
+    if w.grpo is not None:  # its limits are the rollout's (group, prompts, lengths), which fit does not search yet
+        raise InputError(["workload", "task"], "fit searches a training step's micro-batch, sequence and model; a "
+                         "GRPO step's memory is set by its rollout (grpo.group_size, prompts_per_step, "
+                         "response_length), which fit does not search yet: try them with gpuplan estimate",
+                         "pretrain, full-finetune, lora, qlora, inference, dpo")
     training = w.task != "inference"
     out: list[FitLimit] = []
     mem_gpus = gpus if training else lay.tp * lay.pp

@@ -23,6 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from gpuplan.core.sizing.grpo_policy import grpo_notes
+from gpuplan.core.sizing.grpo_policy import policy_project as grpo_policy
+from gpuplan.core.sizing.grpo_policy import reference_bytes as grpo_reference_bytes
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.errors import InputError
 from gpuplan.schema.estimate import Note
@@ -62,8 +65,10 @@ def policy_workload(w: Workload) -> Workload:
 
 def policy_project(project: Project) -> Project:
     """`project` as the sizing and the search run it: the policy's workload, and the pairs of `data.samples`
-    counted as sequences (both run through the policy)."""
+    counted as sequences (both run through the policy); a GRPO project's (core/sizing/grpo.py)."""
     w = project.workload
+    if w.task == "grpo":
+        return grpo_policy(project)
     if w.task != "dpo":
         return project
     data = project.data
@@ -93,19 +98,20 @@ def check_dpo(arch: ModelArch, w: Workload) -> None:
 
 
 def policy_noted(project: Project, base_dir: T, notes: list[Note]) -> tuple[Project, T, list[Note]]:
-    """The API's project as every step reads it (`policy_project`), with the DPO note after `notes`."""
-    return policy_project(project), base_dir, [*notes, *dpo_notes(project.workload)]
+    """The API's project as every step reads it (`policy_project`), with the DPO or GRPO note after `notes`."""
+    w = project.workload
+    return policy_project(project), base_dir, [*notes, *dpo_notes(w), *grpo_notes(w)]
 
 
 def as_training(policy: Project, apply: Callable[[Project], tuple[Project, list[Note]]]) -> tuple[Project, list[Note]]:
     """`apply` (a framework's defaults: catalog/frameworks.with_framework) run on a DPO policy's view as on the
     plain training it is, the `dpo` section set aside meanwhile and put back (it marks the view as DPO's)."""
-    spec = policy.workload.dpo
-    if spec is None:
+    spec, grpo = policy.workload.dpo, policy.workload.grpo
+    if spec is None and grpo is None:
         return apply(policy)
-    bare = policy.model_copy(update={"workload": policy.workload.model_copy(update={"dpo": None})})
+    bare = policy.model_copy(update={"workload": policy.workload.model_copy(update={"dpo": None, "grpo": None})})
     done, notes = apply(bare)
-    return done.model_copy(update={"workload": done.workload.model_copy(update={"dpo": spec})}), notes
+    return done.model_copy(update={"workload": done.workload.model_copy(update={"dpo": spec, "grpo": grpo})}), notes
 
 
 def in_pairs(result: PlanResult, w: Workload) -> PlanResult:
@@ -136,7 +142,10 @@ def limits_in_pairs(limits: list[FitLimit], w: Workload) -> list[FitLimit]:
 
 
 def reference_weight_bytes(p: ParamCount, w: Workload) -> float:
-    """The frozen reference's weights, whole (0: none held: LoRA, a precomputed reference, no DPO)."""
+    """The frozen reference's weights, whole (0: none held: LoRA, a precomputed reference, GRPO with kl off, neither
+    DPO nor GRPO). GRPO's is held through both phases (core/sizing/grpo.py)."""
+    if w.grpo is not None:
+        return grpo_reference_bytes(p, w.grpo)
     spec = w.dpo if w.task != "dpo" else dpo_spec(w)
     if spec is None or spec.method != "full" or spec.reference != "model":
         return 0.0

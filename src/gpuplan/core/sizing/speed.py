@@ -25,6 +25,7 @@ latency; prefill is compute-bound like a training forward.
 
 from __future__ import annotations
 
+from gpuplan.core.sizing.grpo import timed_step
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import (
     base_efficiency,
@@ -40,25 +41,30 @@ from gpuplan.core.sizing.rates import (
 )
 from gpuplan.core.sizing.serving import estimate_inference_speed
 from gpuplan.core.sizing.step import StepWork
-from gpuplan.core.sizing.step_time import StepTime, step_time
+from gpuplan.core.sizing.step_time import GpuRates, StepTime, step_time
 from gpuplan.schema.estimate import ActivationTable, Note
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
+from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult, TimeEstimate
 
 
 def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
                             sm: SpeedModel, table: ActivationTable, *, trainable: int,
                             total_tokens: float | None = None, gpus_per_node: int | None = None,
-                            virtual_stages: int = 1) -> SpeedResult:
+                            virtual_stages: int = 1, serving: ServingData | None = None) -> SpeedResult:
     """Training step time and throughput of `gpus` x `gpu`; GPU-hours when `total_tokens` is known (tokens;
     images for CNNs). `virtual_stages` > 1: an interleaved pipeline schedule (Megatron), which divides the
-    bubble."""
+    bubble. `serving`: the serving engine's data, which a GRPO policy's view (core/sizing/grpo.py) times its
+    rollout with."""
     work = StepWork(arch, p, w, lay, gpus, sm, table, trainable)
-    return training_speed_result(work, step_time(work, gpu, sm, total_tokens=total_tokens,
-                                                 gpus_per_node=gpus_per_node, virtual_stages=virtual_stages),
-                                 gpu, sm, total_tokens)
+    rates = GpuRates(gpu, sm, w.precision, w.tf32)
+    node = gpus_per_node or min(gpus, rates.node)
+    st = step_time(work, gpu, sm, total_tokens=total_tokens, gpus_per_node=node, virtual_stages=virtual_stages,
+                   rates=rates)
+    st = timed_step(st, work, rates, arch, p, sm, serving, node, total_tokens)
+    return training_speed_result(work, st, gpu, sm, total_tokens)
 
 
 def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel,
@@ -96,6 +102,8 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
                  "bubble": st.bubble}
     if st.t_offload or st.t_cpu_opt:  # only when something is offloaded: plain runs keep their keys
         breakdown.update(offload=st.t_offload, cpu_optimizer=st.t_cpu_opt)
+    if st.t_prefill or st.t_decode or st.t_log_probs:  # GRPO: the rollout and the log-probability forwards
+        breakdown.update(rollout_prefill=st.t_prefill, rollout_decode=st.t_decode, log_probs=st.t_log_probs)
     time = TimeEstimate(
         tokens_per_s=tps, tokens_per_s_range=span(tps, sm, speed=True),
         tokens_per_s_per_gpu=tps / work.gpus, step_seconds=st.step, step_seconds_range=span(st.step, sm),

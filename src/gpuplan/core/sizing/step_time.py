@@ -29,7 +29,8 @@ class StepTime:
     dataclass)."""
 
     __slots__ = ("bubble", "eff", "goodput", "gpu_hours", "mfu", "peak", "step", "steps", "t_comm", "t_cpu_opt",
-                 "t_dequant", "t_elem", "t_launch", "t_matmul", "t_offload", "t_opt", "tokens_per_s", "wall")
+                 "t_dequant", "t_elem", "t_launch", "t_log_probs", "t_matmul", "t_offload", "t_opt", "t_prefill",
+                 "t_decode", "tokens_per_s", "wall")
 
     peak: float  # dense FLOP/s at the precision
     eff: float  # the matmuls' share of it
@@ -42,6 +43,10 @@ class StepTime:
     bubble: float
     t_offload: float
     t_cpu_opt: float
+    #: GRPO (core/sizing/grpo.py): the rollout's prefill and decoding, the log-probability forwards; 0 otherwise
+    t_prefill: float
+    t_decode: float
+    t_log_probs: float
     step: float
     tokens_per_s: float
     mfu: float
@@ -156,9 +161,16 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
         t_dequant
     out.t_opt, out.t_comm, out.bubble, out.t_offload, out.t_cpu_opt = t_opt, t_dp_exposed + t_tp, bubble, \
         micro * t_act + t_zero_off, t_cpu
+    out.t_prefill = out.t_decode = out.t_log_probs = 0.0
     out.step = step
+    return finish_step(out, work, r, total_tokens)
+
+
+def finish_step(out: StepTime, work: StepWork, r: GpuRates, total_tokens: float | None) -> StepTime:
+    """`out` with its throughput, MFU and (given the run's tokens) steps, wall time and GPU-hours from `out.step`."""
+    step = out.step
     out.tokens_per_s = tokens_per_s = work.step_tokens / step
-    out.mfu = work.model_per_token * tokens_per_s / (work.gpus * peak)
+    out.mfu = work.model_per_token * tokens_per_s / (work.gpus * out.peak)
     if total_tokens is None:
         out.steps = out.wall = out.gpu_hours = None
         out.goodput = 1.0
@@ -208,4 +220,4 @@ def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float,
     return exposed_of(transfers, r.comm_overlap)
 
 
-__all__ = ["GpuRates", "StepTime", "dp_exposed", "step_time", "timed"]
+__all__ = ["GpuRates", "StepTime", "dp_exposed", "finish_step", "step_time", "timed"]

@@ -1,0 +1,207 @@
+"""Group relative policy optimisation (task grpo), colocated, as the sizing sees it. Each step:
+
+1. rollout: a vLLM engine on the trainer's GPUs (verl's hybrid engine, TRL `vllm_mode=colocate`) generates
+   `group_size` responses to each of `prompts_per_step` prompts: prefill, then decoding until the longest response
+   (`response_length`, the cap every response is timed to) ends;
+2. log-probabilities: the old policy's forward over every sequence (verl recomputes it each step,
+   `actor.compute_log_prob`; TRL skips it when num_iterations is 1) and, with `kl`, the frozen reference's;
+3. the training pass: the policy trains as `method` (a full fine-tune or LoRA) over the
+   prompts_per_step x group_size sequences of prompt + response tokens, one optimizer step.
+
+Memory has two phases. The engine is a separate inference copy of the weights (16-bit, its own allocation, not the
+trainer's tensors: verl's sharding manager copies the FSDP parameters into it before each rollout, TRL loads them
+into its own `LLM`) and a KV cache for every sequence the step generates, sized with gpuplan's serving estimate
+for vLLM (core/sizing/serving_memory.estimate_inference). During the rollout the trainer keeps its weights, its
+optimizer states and the reference (no gradients: freed by the optimizer step; no activations). After the rollout
+verl puts the engine to sleep at level 1 (verl/workers/sharding_manager/fsdp_vllm.py `__exit__`:
+`inference_engine.sleep(level=1)`: vLLM's weights to host memory, the KV cache discarded; vLLM docs, "Sleep Mode"),
+so the training phase holds the trainer's usual memory and none of the engine's. TRL releases the same only with
+`vllm_enable_sleep_mode=True` (then `llm.sleep(level=2)`, weights and KV discarded); by default it keeps the
+engine's reservation (vllm_gpu_memory_utilization) through training, which this model does not size. The peak is
+the larger phase.
+
+Pure: no I/O; the engine's defaults come in as `engine`/`serving` (data/serving.toml)."""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.core.sizing.flops import forward_flops
+from gpuplan.core.sizing.grpo_policy import (  # the policy's view, re-exported for callers
+    POLICY_TASK,
+    check_grpo,
+    grpo_notes,
+    grpo_spec,
+    policy_project,
+    policy_workload,
+    reference_bytes,
+    sequences_per_step,
+)
+from gpuplan.core.sizing.levels import reserve_and_device
+from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.serving import step_cost
+from gpuplan.core.sizing.serving_memory import estimate_inference, prefill_budget
+from gpuplan.core.sizing.step import StepWork
+from gpuplan.core.sizing.step_time import GpuRates, StepTime, finish_step
+from gpuplan.schema.estimate import MemoryBreakdown, MemoryEstimate, Note, Overheads
+from gpuplan.schema.hardware import Gpu
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import GrpoSpec, Layout, Workload
+from gpuplan.schema.serving import EngineDefaults, ServingData
+from gpuplan.schema.speed import SpeedModel
+
+#: the reference's and the rollout engine's weights: bf16 (the policy's dtype, as verl and TRL load them)
+WEIGHT_BYTES_16BIT = 2
+#: segments the decoding of a response is summed over (the context grows linearly; each segment at its midpoint)
+DECODE_SEGMENTS = 32
+
+
+# ------------------------------------------------------------------------------------------------ memory
+def rollout_workload(spec: GrpoSpec, replicas: int) -> Workload:
+    """The rollout as a serving workload: each engine replica's share of the step's sequences, all in flight."""
+    per_replica = math.ceil(sequences_per_step(spec) / max(replicas, 1))
+    return Workload(task="inference", batch_size=per_replica, context_length=spec.prompt_length,
+                    output_tokens=spec.response_length)
+
+
+def engine_layout(lay: Layout) -> Layout:
+    """The colocated engine's layout: the trainer's model-parallel group (tensor x pipeline), one replica per
+    group; ZeRO does not shard an inference engine."""
+    return Layout(tp=lay.tp, pp=lay.pp)
+
+
+def rollout_engine_memory(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout, gpus: int, oh: Overheads,
+                          engine: EngineDefaults) -> MemoryEstimate:
+    """gpuplan's serving estimate of the colocated vLLM engine, per GPU: its weights, the KV cache of its replica's
+    sequences (prompt + response each), its prefill temporaries and CUDA graphs."""
+    el = engine_layout(lay)
+    replicas = max(gpus // (el.tp * el.pp), 1)
+    return estimate_inference(arch, p, rollout_workload(spec, replicas), el, el.tp * el.pp, oh, engine)
+
+
+def rollout_parts(kept: MemoryBreakdown, eng: MemoryEstimate) -> MemoryBreakdown:
+    """The rollout phase's tensors per GPU: the trainer's weights, optimizer states and reference (`kept`), the
+    engine's weights, KV cache, temporaries and graphs; no gradients, no training activations."""
+    e = eng.breakdown
+    return MemoryBreakdown(weights_bytes=kept.weights_bytes, gradients_bytes=0, optimizer_bytes=kept.optimizer_bytes,
+                           activations_bytes=e.activations_bytes, kv_cache_bytes=e.kv_cache_bytes,
+                           other_bytes=e.other_bytes, reference_bytes=kept.reference_bytes,
+                           rollout_weights_bytes=e.weights_bytes)
+
+
+def rollout_device_bytes(parts: MemoryBreakdown, oh: Overheads, gpus: int, lay: Layout) -> tuple[int, int, int]:
+    """(tensor peak, allocator reserve, device total) of the rollout phase's `parts`."""
+    peak = parts.total
+    reserved, device = reserve_and_device(peak, parts.activations_bytes + parts.other_bytes, oh, gpus, lay, True)
+    return peak, reserved, device
+
+
+ROLLOUT_NAMES = {"weights_bytes": "weights", "optimizer_bytes": "optimizer states",
+                 "activations_bytes": "activations", "kv_cache_bytes": "rollout KV cache",
+                 "other_bytes": "temporaries", "reference_bytes": "reference model",
+                 "rollout_weights_bytes": "rollout engine weights", "gradients_bytes": "gradients"}
+
+
+def with_rollout(m: MemoryEstimate, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
+                 oh: Overheads, engine: EngineDefaults | None) -> MemoryEstimate:
+    """The training estimate `m` of a GRPO policy's view with the rollout phase: the larger of the two is the peak
+    (its breakdown shown); `engine` None (no serving data given): the rollout is not sized, and a note says so."""
+    spec = w.grpo
+    if spec is None:
+        return m
+    if engine is None:
+        return m.model_copy(update={"notes": [*m.notes, Note(
+            code="grpo-rollout-unsized", severity="warning",
+            message="the rollout engine's memory is not counted here (no serving engine data)")]})
+    eng = rollout_engine_memory(arch, p, spec, lay, gpus, oh, engine)
+    parts = rollout_parts(m.breakdown, eng)
+    peak, reserved, device = rollout_device_bytes(parts, oh, gpus, lay)
+    phases = {**m.phase_peaks_bytes, "rollout": peak}
+    if peak <= m.peak_tensor_bytes:
+        return m.model_copy(update={"phase_peaks_bytes": phases})
+    dump = parts.model_dump()
+    dominant = ROLLOUT_NAMES[max(dump, key=lambda k: dump[k])]
+    return m.model_copy(update={"breakdown": parts, "peak_phase": "rollout", "phase_peaks_bytes": phases,
+                                "peak_tensor_bytes": peak, "reserved_bytes": reserved, "device_bytes": device,
+                                "dominant": dominant})
+
+
+# ------------------------------------------------------------------------------------------------ time
+class RolloutTime:
+    """Seconds of a step's phases outside the training pass: the rollout's prefill and decoding, and the
+    log-probability forwards (old policy, and the reference with kl)."""
+
+    __slots__ = ("decode", "log_probs", "prefill")
+
+    def __init__(self, prefill: float, decode: float, log_probs: float) -> None:
+        self.prefill, self.decode, self.log_probs = prefill, decode, log_probs
+
+    @property
+    def total(self) -> float:
+        return self.prefill + self.decode + self.log_probs
+
+
+def rollout_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout, gpus: int, gpu: Gpu,
+                    sm: SpeedModel, serving: ServingData, node: int) -> tuple[float, float]:
+    """(prefill, decode) seconds of the step's rollout on each engine replica: its sequences in waves of the engine's
+    max_num_seqs, each wave prefilled in chunks of the token budget, then decoded a token per step per sequence until
+    response_length (the longest response bounds the step), the context growing as it decodes. Each engine step is
+    timed by the serving speed model (core/sizing/serving.step_cost)."""
+    el = engine_layout(lay)
+    replicas = max(gpus // (el.tp * el.pp), 1)
+    rw = rollout_workload(spec, replicas)
+    eng = serving.engine
+    cost = step_cost(arch, p, rw, el, gpu, sm, serving, node)
+    large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
+    budget = prefill_budget(rw, eng, large) or eng.max_num_batched_tokens_large
+    max_seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
+    n = rw.batch_size
+    waves = math.ceil(n / max_seqs)
+    b = n / waves
+    prompt, resp = spec.prompt_length, spec.response_length
+    tokens = b * prompt
+    chunks = max(math.ceil(tokens / budget), 1)
+    prefill = chunks * cost.seconds(0.0, tokens / chunks, 0.0, b * prompt * prompt / 2 / chunks)
+    decode = 0.0
+    segs = min(DECODE_SEGMENTS, resp)
+    for k in range(segs):
+        ctx = prompt + (k + 0.5) * resp / segs
+        decode += cost.seconds(b, 0.0, b * ctx, b * ctx) * resp / segs
+    return waves * prefill, waves * decode
+
+
+def log_prob_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout, gpus: int, peak_flops: float,
+                     efficiency: float, factor: float) -> float:
+    """Seconds of the log-probability forwards over every sequence of the step: the old policy's, and the
+    reference's with kl (LoRA's reference is the base with adapters off: a forward all the same); matmuls at the
+    training pass's efficiency (`peak_flops` x `efficiency`, x the stack's `factor`), split over the GPUs."""
+    seq = spec.prompt_length + spec.response_length
+    fwd = forward_flops(arch, p, seq)
+    passes = 1 + (1 if spec.kl else 0)
+    flops = passes * sequences_per_step(spec) * fwd.forward / gpus
+    return flops / (peak_flops * efficiency) * factor
+
+
+def timed_step(st: StepTime, work: StepWork, r: GpuRates, arch: ModelArch, p: ParamCount, sm: SpeedModel,
+               serving: ServingData | None, node: int, total_tokens: float | None) -> StepTime:
+    """The training pass `st` of a GRPO policy's view (`work`) made a whole GRPO step: the rollout's prefill and
+    decoding and the log-probability forwards added, throughput, wall time and GPU-hours from the sum; `st` itself
+    for any other workload, or without the serving engine's data."""
+    spec = work.workload.grpo
+    if spec is None or serving is None:
+        return st
+    lay, gpus = work.layout, work.gpus
+    prefill, decode = rollout_seconds(arch, p, spec, lay, gpus, r.gpu, sm, serving, node)
+    logp = log_prob_seconds(arch, p, spec, lay, gpus, st.peak, st.eff, work.factor)
+    out = StepTime()
+    for k in StepTime.__slots__:
+        setattr(out, k, getattr(st, k))
+    out.t_prefill, out.t_decode, out.t_log_probs = prefill, decode, logp
+    out.step = st.step + prefill + decode + logp
+    return finish_step(out, work, r, total_tokens)
+
+
+__all__ = ["DECODE_SEGMENTS", "POLICY_TASK", "ROLLOUT_NAMES", "RolloutTime", "check_grpo", "engine_layout",
+           "grpo_notes", "grpo_spec", "log_prob_seconds", "policy_project", "policy_workload", "reference_bytes",
+           "rollout_device_bytes", "rollout_engine_memory", "rollout_parts", "rollout_seconds", "rollout_workload",
+           "sequences_per_step", "timed_step", "with_rollout"]

@@ -1,0 +1,121 @@
+"""Golden answers for the GRPO example (issue #31), `qwen2.5-7b-grpo`: verl's DAPO recipe for Qwen2.5-Math-7B
+(volcengine/verl recipe/dapo/test_dapo_7b_math.sh @3592251: 512 prompts x 16 responses per step, 2,048 + 8,192
+tokens, kl off, 8 x 8 GPUs), estimated on 64 H100s (ZeRO-3)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuplan.api import estimate, plan
+from gpuplan.catalog.hardware import builtin_catalog
+from gpuplan.catalog.loader import example_path, load_overheads, resolve_model
+from gpuplan.catalog.serving import load_serving
+from gpuplan.core.sizing.engine_memory import estimate_serving_memory
+from gpuplan.core.sizing.params import count_params
+from gpuplan.errors import GpuplanError
+from gpuplan.schema.project import Layout, ModelRef, Workload
+from gpuplan.schema.result import EstimateResult
+
+CATALOG = builtin_catalog()
+#: Qwen2.5-7B: 7.62e9 parameters (config.json arithmetic: models.toml qwen2.5-7b)
+PARAMS = 7.616e9
+GIB = 2**30
+
+
+def example(**grpo: Any) -> dict[str, Any]:
+    project = yaml.safe_load(example_path("qwen2.5-7b-grpo").read_text())
+    project["workload"]["grpo"] = {**project["workload"]["grpo"], **grpo}
+    return project
+
+
+@functools.cache
+def estimated(kl: bool = False, group_size: int = 16) -> EstimateResult:
+    return estimate(example(kl=kl, group_size=group_size), catalog=CATALOG)
+
+
+def test_kl_off_needs_less_memory_than_kl_on_by_the_references_weights() -> None:
+    # kl on holds a frozen bf16 reference through both phases, sharded as the policy's weights are (ZeRO-3 over
+    # 64 ranks: 2 x 7.62e9 / 64 = 0.22 GiB per GPU); kl off holds none: the peaks differ by exactly that part
+    on, off = estimated(kl=True).memory, estimated(kl=False).memory
+    assert off.reference_bytes == 0
+    assert on.reference_bytes == pytest.approx(2 * PARAMS / 64, rel=0.01)
+    assert on.peak_phase == off.peak_phase
+    assert on.peak_tensor_bytes - off.peak_tensor_bytes == on.reference_bytes
+
+
+def test_the_rollout_holds_the_engines_weights_and_every_sequences_kv_cache() -> None:
+    # 8,192 sequences over 64 one-GPU engine replicas: 128 each, 10,240 tokens (whole 16-token blocks) of
+    # 28 layers x 4 KV heads x 128 x 2 (K and V) x 2 bytes = 57,344 bytes per token: 70.0 GiB; the engine's bf16
+    # weights 2 x 7.62e9 = 14.2 GiB
+    m = estimated().memory
+    assert m.peak_phase == "rollout"
+    assert m.kv_cache_bytes == pytest.approx(128 * 10_240 * 57_344, rel=0.001)
+    assert m.rollout_weights_bytes == pytest.approx(2 * PARAMS, rel=0.01)
+    assert m.gradients_bytes == 0  # freed by the optimizer step before the rollout
+    assert not m.fits  # 70 GiB of KV cache with all 8,192 sequences in flight: over an 80 GB GPU
+
+
+def test_the_rollout_engine_is_gpuplans_serving_estimate_of_the_same_engine() -> None:
+    # the same vLLM engine serving 128 requests of 2,048 + 8,192 tokens on one GPU: the same weights and KV cache
+    arch = resolve_model(ModelRef(preset="qwen2.5-7b")).arch
+    w = Workload(task="inference", batch_size=128, context_length=2048, output_tokens=8192)
+    served = estimate_serving_memory(arch, count_params(arch), w, Layout(), 1, load_overheads(), load_serving().engine)
+    m = estimated().memory
+    assert m.kv_cache_bytes == served.breakdown.kv_cache_bytes
+    assert m.rollout_weights_bytes == served.breakdown.weights_bytes
+
+
+def test_memory_grows_with_the_group() -> None:
+    assert estimated(group_size=32).memory.peak_tensor_bytes > estimated(group_size=16).memory.peak_tensor_bytes
+
+
+def test_the_step_says_where_its_time_goes() -> None:
+    t = estimated().time
+    assert t is not None
+    parts = t.step_breakdown_s
+    assert {"rollout_prefill", "rollout_decode", "log_probs", "matmul"} <= set(parts)
+    assert sum(parts.values()) == pytest.approx(t.step_seconds, rel=1e-9)
+    # 8 k-token responses: decoding is the largest part of the step
+    assert max(parts, key=lambda k: parts[k]) == "rollout_decode"
+    # the recipe's 200 steps of 512 prompts
+    assert t.steps == 200
+
+
+def test_the_plan_recommends_servers_that_hold_the_rollout() -> None:
+    result = plan(example_path("qwen2.5-7b-grpo"), catalog=CATALOG)
+    rec = result.recommendation
+    assert rec is not None and rec.time is not None
+    assert rec.fits and rec.memory.phase_peaks_bytes["rollout"] <= rec.memory.peak_tensor_bytes
+    assert "rollout_decode" in rec.time.step_breakdown_s
+
+
+@pytest.mark.parametrize("workload, says", [
+    ({"task": "lora", "grpo": {"group_size": 8}}, "grpo settings only apply to task grpo"),
+    ({"task": "grpo", "sequence_length": 4096}, "drop sequence_length"),
+    ({"task": "grpo", "lora": {"rank": 8}}, "need grpo.method: lora"),
+    ({"task": "grpo", "grpo": {"group_sise": 8}}, "did you mean 'group_size'"),
+])
+def test_bad_grpo_settings_say_what_to_change(workload: dict[str, Any], says: str) -> None:
+    project = {"name": "x", "model": {"preset": "qwen2.5-7b"}, "workload": workload}
+    with pytest.raises(GpuplanError) as err:
+        estimate(project, catalog=CATALOG)
+    assert says in str(err.value)
+
+
+def test_fit_and_export_say_they_do_not_answer_grpo_yet() -> None:
+    # fit's knobs (micro-batch, sequence, model) are not a GRPO step's, whose memory the rollout sets; its launcher
+    # is a verl or TRL job gpuplan does not write yet: both refuse with what to do instead, never a wrong answer
+    from gpuplan.api import fit
+    from gpuplan.catalog.loader import load_project
+    from gpuplan.core.export.targets import export
+
+    with pytest.raises(GpuplanError, match="try them with gpuplan estimate"):
+        fit(example_path("qwen2.5-7b-grpo"), gpu="h100-sxm-80gb", gpus=64, catalog=CATALOG)
+    rec = plan(example_path("qwen2.5-7b-grpo"), catalog=CATALOG).recommendation
+    assert rec is not None
+    with pytest.raises(GpuplanError, match="verl or TRL job"):
+        export(load_project(example_path("qwen2.5-7b-grpo"))[0], rec, "deepspeed")

@@ -1,0 +1,106 @@
+"""Invariants of GRPO's step time and memory (issue #31, colocated) over random groups, lengths and layouts of real
+decoders on real GPUs: a longer response never shortens the step; more prompts per step never lower the GPU-hours
+per prompt below the generation's own compute bound; memory never decreases with the group size."""
+
+from __future__ import annotations
+
+import functools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuplan.catalog.hardware import builtin_catalog
+from gpuplan.catalog.loader import load_activation_table, load_overheads, load_speed_model, resolve_model
+from gpuplan.catalog.serving import load_serving
+from gpuplan.core.sizing.grpo import policy_workload, with_rollout
+from gpuplan.core.sizing.memory import estimate_memory
+from gpuplan.core.sizing.params import count_params
+from gpuplan.core.sizing.rates import peak_flops
+from gpuplan.core.sizing.speed import estimate_training_speed
+from gpuplan.schema.model import ModelArch
+from gpuplan.schema.project import GrpoSpec, Layout, LoraSpec, ModelRef, Workload
+
+TABLE, OH, SPEED, SERVING = load_activation_table(), load_overheads(), load_speed_model(), load_serving()
+CATALOG = builtin_catalog()
+MODELS = ("qwen2.5-0.5b", "qwen2.5-7b", "llama-3.1-8b")
+GPUS = ("h100-sxm-80gb", "a100-sxm-80gb", "b200-180gb", "rtx-4090-24gb")
+LAYOUTS = ((Layout(zero=3), 8), (Layout(zero=2, tp=2), 8), (Layout(zero=1), 4), (Layout(), 1))
+
+
+@functools.cache
+def arch_of(name: str) -> ModelArch:
+    return resolve_model(ModelRef(preset=name)).arch
+
+
+@st.composite
+def grpo_workloads(draw: st.DrawFn) -> Workload:
+    method = draw(st.sampled_from(["full", "lora"]))
+    spec = GrpoSpec(method=method, kl=draw(st.booleans()), group_size=draw(st.sampled_from([2, 8, 16])),
+                    prompts_per_step=draw(st.sampled_from([8, 64, 512])),
+                    prompt_length=draw(st.sampled_from([128, 1024, 2048])),
+                    response_length=draw(st.sampled_from([64, 512, 4096])))
+    return Workload(task="grpo", grpo=spec, lora=LoraSpec(rank=16) if method == "lora" else None,
+                    micro_batch_size=draw(st.sampled_from([1, 2])), gradient_checkpointing=draw(st.booleans()))
+
+
+def with_spec(w: Workload, **changes: int) -> Workload:
+    assert w.grpo is not None
+    return w.model_copy(update={"grpo": w.grpo.model_copy(update=changes)})
+
+
+def step_s(arch: ModelArch, w: Workload, gpu_id: str, lay: Layout, gpus: int, part: str | None = None) -> float:
+    """The GRPO step's seconds, or those of one part of its breakdown (`part`)."""
+    pw, p = policy_workload(w), count_params(arch)
+    sp = estimate_training_speed(arch, p, pw, lay, gpus, CATALOG.gpus.find(gpu_id, ["gpu"]), SPEED, TABLE,
+                                 trainable=p.total, serving=SERVING)
+    assert sp.time is not None
+    return sp.time.step_seconds if part is None else sp.time.step_breakdown_s[part]
+
+
+def peak(arch: ModelArch, w: Workload, lay: Layout, gpus: int) -> int:
+    pw, p = policy_workload(w), count_params(arch)
+    m = estimate_memory(arch, p, pw, lay, gpus, TABLE, OH)
+    return with_rollout(m, arch, p, pw, lay, gpus, OH, SERVING.engine).peak_tensor_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), grpo_workloads(), st.sampled_from(GPUS), st.sampled_from(LAYOUTS),
+       st.sampled_from([2, 4]))
+def test_a_longer_response_never_shortens_the_step(model: str, w: Workload, gpu: str, layout: tuple[Layout, int],
+                                                   factor: int) -> None:
+    arch, (lay, gpus) = arch_of(model), layout
+    assert w.grpo is not None
+    longer = with_spec(w, response_length=w.grpo.response_length * factor)
+    assert step_s(arch, longer, gpu, lay, gpus) >= step_s(arch, w, gpu, lay, gpus)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), grpo_workloads(), st.sampled_from(GPUS), st.sampled_from(LAYOUTS),
+       st.sampled_from([2, 8, 64]))
+def test_more_prompts_never_beat_the_generations_own_bound(model: str, w: Workload, gpu: str,
+                                                            layout: tuple[Layout, int], factor: int) -> None:
+    """GPU-seconds per prompt, at any number of prompts per step, stay above what generating its group's tokens
+    alone takes at the GPU's dense 16-bit peak (2 x active parameters FLOPs per prompt and response token): batching
+    more prompts shares the weights' reads, never the generation's FLOPs. The rollout's own GPU-seconds (prefill and
+    decode) stay above it too."""
+    arch, (lay, gpus) = arch_of(model), layout
+    assert w.grpo is not None
+    p = count_params(arch)
+    row = CATALOG.gpus.find(gpu, ["gpu"])
+    for spec_w in (w, with_spec(w, prompts_per_step=w.grpo.prompts_per_step * factor)):
+        s = spec_w.grpo
+        assert s is not None
+        per_prompt = step_s(arch, spec_w, gpu, lay, gpus) * gpus / s.prompts_per_step
+        rollout = sum(step_s(arch, spec_w, gpu, lay, gpus, part) for part in ("rollout_prefill", "rollout_decode"))
+        bound = s.group_size * (s.prompt_length + s.response_length) * 2 * p.active / peak_flops(row, "bf16-mixed")
+        assert per_prompt >= rollout * gpus / s.prompts_per_step >= bound
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(MODELS), grpo_workloads(), st.sampled_from(LAYOUTS), st.sampled_from([2, 4]))
+def test_memory_never_decreases_with_the_group_size(model: str, w: Workload, layout: tuple[Layout, int],
+                                                    factor: int) -> None:
+    arch, (lay, gpus) = arch_of(model), layout
+    assert w.grpo is not None
+    bigger = with_spec(w, group_size=w.grpo.group_size * factor)
+    assert peak(arch, bigger, lay, gpus) >= peak(arch, w, lay, gpus)
