@@ -1,5 +1,5 @@
-"""The fixed strings of the Markdown and HTML reports, in English and French. Reasons, notes and FAQ answers
-stay as gpuplan produced them (English); the French footer says so."""
+"""The fixed strings of the reports, in English and French. The lines gpuplan's core writes (reasons, notes, FAQ
+answers) are English; report/translate.py gives them in French from the translation memory data/i18n_fr.toml."""
 
 from __future__ import annotations
 
@@ -145,7 +145,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "one_gpu": ("1 GPU", "1 GPU"),
     "g_no_shape": ("✗ {mem} GiB; no server shape tried holds it",
                    "✗ {mem} Gio ; aucune forme de serveur essayée ne le tient"),
-    "reasons_english": ("", "Les raisons détaillées sont en anglais, telles que gpuplan les produit."),
     "fig_memory": ("Memory per GPU of each candidate", "Mémoire par GPU de chaque configuration"),
     "fig_memory_caption": (
         "Memory per GPU by part, per candidate; the solid mark is the GPU's VRAM, the dashed mark the usable VRAM "
