@@ -1,0 +1,133 @@
+"""French output is complete (issue #27): no line of a `--lang fr` report of the built-in examples is left in English.
+
+The detector (report/translate.py `english_words`) looks for English words outside what legitimately stays as
+written: the source citations and names the data files give (their `source`, `kind`, `name`, ... values), ids, file
+names, URLs and code. It is tested on English and French lines of its own, so that it can fail."""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import cache
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplan import api
+from gpuplan.catalog.loader import example_names, example_path
+from gpuplan.errors import CatalogError
+from gpuplan.report.document import render_html, render_markdown
+from gpuplan.report.numbers import numbers
+from gpuplan.report.translate import _rows, data_citations, english_words, french_number, memory, tr
+from gpuplan.schema.plan import PlanResult
+
+EXAMPLES = ["llama2-7b-pretrain", "llama3-70b-lora", "llama3-70b-serving", "llama3-8b-full-finetune",
+            "llama3-8b-qlora", "vit-imagenet", "llama3-8b-dpo"]
+
+
+@cache
+def _plan(name: str) -> PlanResult:
+    return api.plan(example_path(name))
+
+
+def _english_lines(lines: list[str]) -> list[str]:
+    cites = data_citations()
+    return [f"{line!r}: {english_words(line, cites)}" for line in lines if english_words(line, cites)]
+
+
+# ---------------------------------------------------------------- the detector itself
+
+@pytest.mark.parametrize("line", [
+    "cheapest per run: 1,030 EUR",
+    "the project plans no growth (growth.*): nothing is reserved for it",
+    "Power 13,847 W: (8 x 1000 W GPUs + 2 x 350 W CPUs) x 1.47 (rule chassis_overhead_fraction)",
+    "Dedicated server or cloud?",
+    "network 4,800 Gb/s",
+    "Plateforme NVIDIA DGX B200 : la seule plateforme qui les accepte; passed over: dell-poweredge-xe9680",
+])
+def test_detector_finds_english(line: str) -> None:
+    assert english_words(line, data_citations()), line
+
+
+@pytest.mark.parametrize("line", [
+    "le moins cher par exécution : 1 030 €",
+    "le projet ne prévoit pas de croissance (growth.*) : rien n'est réservé pour elle",
+    "NVMe 30,7 To à 56,0 Go/s en lecture",
+    "Serveur dédié ou cloud ?",
+    "infogéré : aucun prix pour h100-nvl-94gb dans les listes de prix (ajoutez-en une avec --prices)",
+    "la comparaison des déploiements (`gpuplan cost`) chiffre les deux",
+    "voir https://example.org/the-price-of-a-server",
+])
+def test_detector_passes_french(line: str) -> None:
+    assert english_words(line, data_citations()) == [], line
+
+
+def test_detector_keeps_only_what_is_marked_as_cited() -> None:
+    """A citation is taken out only when it is given: the same English text, not cited, is English."""
+    cite = "Amazon EBS gp3 $0.08 per GB-month: AWS Pricing API list rate"
+    line = f"stockage 0,4 To x 80 $US/To-mois ({cite})"
+    assert english_words(line, [cite]) == []
+    assert english_words(line, []) == ["per", "month"]
+
+
+# ---------------------------------------------------------------- the translation memory
+
+def test_fields_by_kind() -> None:
+    assert tr("cheapest per run: 1,030 EUR", "fr") == "le moins cher par exécution : 1\u202f030\u00a0€"
+    assert tr("budget $2,000,000 in total", "fr") == "budget 2\u202f000\u202f000\u00a0$US au total"
+    # a {name:t} field is itself translated; a plain one ("{list}": provider names) is copied
+    assert tr("Akash Network, Hyperstack (B200) and 6 more", "fr") == "Akash Network, Hyperstack (B200) et 6 autres"
+    assert tr("cloud (cloud on-demand)", "fr") == "cloud (cloud à la demande)"
+    # a line no row matches stays as it is (and the detector names it); English is never touched
+    assert tr("a line nobody wrote", "fr") == "a line nobody wrote"
+    assert tr("cheapest per run: 1,030 EUR", "en") == "cheapest per run: 1,030 EUR"
+
+
+def test_fragments_after_whole_lines() -> None:
+    assert tr("stack: HF Trainer + PEFT (eager kernels)", "fr") == "pile logicielle : HF Trainer + PEFT (noyaux eager)"
+    assert "(règle psu_headroom)" in tr("something new (rule psu_headroom)", "fr")
+
+
+def test_a_row_using_a_field_the_english_lacks_is_refused() -> None:
+    with pytest.raises(CatalogError) as err:
+        _rows({"line": [{"en": "cheapest per run: {c:n}", "fr": "le moins cher : {cost}"}]}, "line", True, "x.toml")
+    assert "cost" in str(err.value) and "line 1" in str(err.value)
+    with pytest.raises(CatalogError):
+        _rows({"line": [{"en": "no French"}]}, "line", True, "x.toml")
+
+
+def test_memory_loads() -> None:
+    lines, fragments = memory("fr")
+    assert len(lines) > 100 and fragments
+    assert len({r.en for r in lines}) == len(lines), "a row is written twice"
+
+
+@given(st.floats(min_value=-1e9, max_value=1e9, allow_nan=False), st.integers(min_value=0, max_value=3))
+def test_french_number_as_the_reports_write_it(x: float, decimals: int) -> None:
+    """A number the core wrote in English notation reads as report/numbers.py writes it in French."""
+    nf = numbers("fr")
+    assert french_number(f"{x:,.{decimals}f}") == nf.num(x, decimals)
+    assert french_number(f"{x:,.{decimals}f} EUR") == nf.money(x, "EUR", decimals)
+    assert french_number(f"{abs(x) / 1e9:.{decimals}%}") == nf.pct(abs(x) / 1e9, decimals)
+
+
+# ---------------------------------------------------------------- the examples' French output
+
+def test_the_examples_are_the_built_in_ones() -> None:
+    assert set(EXAMPLES) == set(example_names())
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_markdown_is_french(name: str) -> None:
+    md = render_markdown(_plan(name), "fr")
+    cells = [cell for line in md.splitlines() for cell in line.split(" | ")]
+    assert not _english_lines(cells), "\n".join(_english_lines(cells))
+    assert "anglais" not in md
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_html_is_french(name: str) -> None:
+    page = re.sub(r"<style>.*?</style>", " ", render_html(_plan(name), "fr"), flags=re.S)
+    texts = [html.unescape(p).strip() for p in re.split(r"<[^>]+>", page)]
+    assert not _english_lines(texts), "\n".join(_english_lines(texts))
