@@ -7,18 +7,21 @@ names, URLs and code. It is tested on English and French lines of its own, so th
 from __future__ import annotations
 
 import html
+import io
 import re
 from functools import cache
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
 from gpuplan import api
 from gpuplan.catalog.loader import example_names, example_path
 from gpuplan.errors import CatalogError
 from gpuplan.report.document import render_html, render_markdown
 from gpuplan.report.numbers import numbers
+from gpuplan.report.terminal import render_text
 from gpuplan.report.translate import _rows, data_citations, english_words, french_number, memory, tr
 from gpuplan.schema.plan import PlanResult
 
@@ -121,7 +124,7 @@ def test_the_examples_are_the_built_in_ones() -> None:
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_markdown_is_french(name: str) -> None:
     md = render_markdown(_plan(name), "fr")
-    cells = [cell for line in md.splitlines() for cell in line.split(" | ")]
+    cells = [cell for line in md.splitlines() for row in line.split(" | ") for cell in row.split("<br>")]
     assert not _english_lines(cells), "\n".join(_english_lines(cells))
     assert "anglais" not in md
 
@@ -131,3 +134,34 @@ def test_html_is_french(name: str) -> None:
     page = re.sub(r"<style>.*?</style>", " ", render_html(_plan(name), "fr"), flags=re.S)
     texts = [html.unescape(p).strip() for p in re.split(r"<[^>]+>", page)]
     assert not _english_lines(texts), "\n".join(_english_lines(texts))
+
+
+def _terminal(result: PlanResult, details: bool) -> list[str]:
+    """The text output, on a console wide enough that no line wraps (a citation wrapped over two lines would not read
+    as one)."""
+    console = Console(width=2000, no_color=True, record=True, file=io.StringIO())
+    render_text(result, console, details=details, lang="fr")
+    return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("details", [False, True])
+def test_terminal_is_french(name: str, details: bool) -> None:
+    lines = _terminal(_plan(name), details)
+    assert not _english_lines(lines), "\n".join(_english_lines(lines))
+    assert lines[0].startswith(f"gpuplan plan : {name} (objectif : ")
+
+
+def test_plan_lang_fr_prints_french_text() -> None:
+    """`gpuplan plan --lang fr` (text format) is French: the verdict's verb, the headings, the core's lines."""
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app
+
+    res = CliRunner().invoke(app, ["plan", "--example", "llama3-8b-qlora", "--lang", "fr"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("gpuplan plan : llama3-8b-qlora") and lines[1].startswith("Louer ")
+    assert "Liste de contrôle de la décision" in res.output and "Decision checklist" not in res.output
+    english = CliRunner().invoke(app, ["plan", "--example", "llama3-8b-qlora"]).output
+    assert english.splitlines()[1].startswith("Rent ") and "Decision checklist" in english

@@ -140,7 +140,7 @@ its it has have does do into only more less after before over under against belo
 must should would will can could any all one both either neither some such same other than then
 fits fit needs needed usable required free still running cheaper cheapest dearer buying renting rent buy
 price prices cost costs month months days day hours servers server cores network power cooling storage shipped
-planned growth rule rules largest peak held billed work median group run runs training reason reasons
+planned growth rule rules largest peak held billed work median group run runs training reason reasons warning
 """.split())
 _WORD = re.compile(r"[A-Za-zÀ-ÿœŒ']+")
 #: what is not prose: URLs, `code`, ids and file names (a word with a digit, -, _, / or .)
