@@ -165,3 +165,13 @@ def test_plan_lang_fr_prints_french_text() -> None:
     assert "Liste de contrôle de la décision" in res.output and "Decision checklist" not in res.output
     english = CliRunner().invoke(app, ["plan", "--example", "llama3-8b-qlora"]).output
     assert english.splitlines()[1].startswith("Rent ") and "Decision checklist" in english
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_web_summary_is_french(name: str) -> None:
+    from gpuplan.web.summary import summarize
+
+    summary = summarize(_plan(name), "fr")
+    texts = [summary.verdict] + [x for r in summary.rows for x in (r.label, r.value)]
+    assert not _english_lines(texts), "\n".join(_english_lines(texts))
+    assert summarize(_plan(name)).rows[0].label == "GPUs"  # English unless asked

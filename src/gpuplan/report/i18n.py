@@ -280,6 +280,21 @@ STRINGS: dict[str, tuple[str, str]] = {
                         " ; --details : les règles du serveur, toutes les raisons, les GPU écartés et pourquoi"),
     "tx_no_recommendation": ("No recommendation: no candidate meets the project.",
                              "Aucune recommandation : aucune configuration ne satisfait le projet."),
+    # ---- the web page's summary (web/summary.py, POST /api/summary)
+    "s_gpus": ("GPUs", "GPU"),
+    "s_in_servers": (" in each of {n} servers", " dans chacun des {n} serveurs"),
+    "s_server": ("{platform}: {sockets} x {cpu} ({cores} cores), {ram} GB RAM, {tb} TB NVMe",
+                 "{platform} : {sockets} x {cpu} ({cores} cœurs), {ram} Go de RAM, {tb} To de NVMe"),
+    "s_memory": ("{now} GiB now, {grown} GiB after the planned growth ({dominant} dominate)",
+                 "{now} Gio aujourd'hui, {grown} Gio après la croissance prévue (surtout : {dominant})"),
+    "s_price": ("Hardware price", "Prix du matériel"),
+    "s_price_if_buy": ("If you buy: hardware price", "En cas d'achat : prix du matériel"),
+    "s_power": ("Power and cooling", "Électricité et refroidissement"),
+    "s_power_value": ("{kw} kW, {btu} BTU/h ({cooling})", "{kw} kW, {btu} BTU/h ({cooling})"),
+    "s_deployment": ("Deployment", "Déploiement"),
+    "s_deployment_value": ("{option} ({provider}): {total} over the horizon, {monthly}/month",
+                           "{option} ({provider}) : {total} sur l'horizon, {monthly}/mois"),
+    "s_ranked": (" (ranked by {objective})", " (classement : {objective})"),
 }
 
 
