@@ -175,3 +175,24 @@ def test_web_summary_is_french(name: str) -> None:
     texts = [summary.verdict] + [x for r in summary.rows for x in (r.label, r.value)]
     assert not _english_lines(texts), "\n".join(_english_lines(texts))
     assert summarize(_plan(name)).rows[0].label == "GPUs"  # English unless asked
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_candidates_lines_are_french(name: str) -> None:
+    """Beyond what a report shows: every line the core wrote for each of the examples' 100 best candidates (their
+    server's rules, reasons, every deployment's assumptions), every GPU not chosen and the checklist, translated;
+    another project whose plan recommends one of them reads French too."""
+    r = api.plan(example_path(name), top=100)
+    lines = [x for c in r.candidates for x in (c.server.reasons + c.reasons + c.server.warnings
+                                              + [y for d in c.deployments for y in d.assumptions + d.warnings])]
+    lines += [x.reason for x in r.rejected] + [y for i in r.checklist for y in i.reasons]
+    french = [tr(x, "fr") for x in sorted(set(lines))]
+    assert not _english_lines(french), "\n".join(_english_lines(french))
+
+
+def test_a_list_field_translates_each_part() -> None:
+    line = ("evidence: not adequate evidence for a purchase: the speed is extrapolated (speed extrapolated (a prior) "
+            "for cdna3 GPUs; no cloud or managed-hosting quote in the price lists)")
+    assert tr(line, "fr") == ("preuves : insuffisantes pour un achat : la vitesse est extrapolée (vitesse extrapolée "
+                              "(a priori) pour les GPU cdna3 ; aucun devis cloud ni d'hébergement infogéré dans les "
+                              "listes de prix)")

@@ -10,7 +10,8 @@ gettext keys a translation on the English source text. Ours are pre-formatted, s
 A `{name}` field matches any text and is copied as it is (a GPU id, a provider, a source citation); `{name:n}`
 matches a number as the core writes it ("1,234.5", "12%", "$1,234", "1,234 EUR") and is written in the language's
 notation (report/numbers.py); `{name:i}` matches an id ("h100-sxm-80gb") and is copied; `{name:t}` matches any
-text and is itself translated (a reason inside a reason). The
+text and is itself translated (a reason inside a reason); `{name:s}` a list of phrases separated by "; ", each
+translated. The
 `[[line]]` rows are tried in order against the whole line, the first that matches wins; then the `[[fragment]]`
 rows translate the recurring sub-phrases left ("(rule psu_headroom)") anywhere in it. A line no row matches stays
 English, and tests/unit/test_french.py names it (`english_words`, below, is its detector)."""
@@ -106,7 +107,13 @@ def _fill(row: Row, m: re.Match[str], lang: str) -> str:
     values = {}
     for name, kind in row.kinds.items():
         v = m.group(name)
-        values[name] = french_number(v) if kind == "n" else tr(v, lang) if kind == "t" else v
+        if kind == "n":
+            v = french_number(v)
+        elif kind == "t":
+            v = tr(v, lang)
+        elif kind == "s":
+            v = " ; ".join(tr(part, lang) for part in v.split("; "))
+        values[name] = v
     return row.fr.format(**values)
 
 
