@@ -91,6 +91,11 @@ def _factor(x: float, nf: Numbers) -> str:
     return nf.num(x, 1 if x % 1 else 0)
 
 
+def _caption_key(result: PlanResult) -> str:
+    """The candidates' caption: French says "la meilleure" for one."""
+    return "candidates_caption_one" if len(result.candidates) == 1 else "candidates_caption"
+
+
 def _growth_sizes(result: PlanResult) -> list[GrowthRow]:
     """The model sizes of the growth view (the first candidate's rows: every candidate has the same sizes)."""
     first = result.growth_view[0]
@@ -172,7 +177,7 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
         out += [f"- **{t('warning', lang)}**{_colon(lang)} {w}" for w in tr_all(rec.server.warnings, lang)]
         out.append("")
     out += [f"## {t('h_candidates', lang)}", "",
-            t("candidates_caption", lang, shown=len(result.candidates),
+            t(_caption_key(result), lang, shown=len(result.candidates),
               total=numbers(lang).num(result.stats.candidates_evaluated)), ""]
     out += _md_table(_candidate_head(lang), _candidate_rows(result, lang)) + [""]
     if result.growth_view:
@@ -292,7 +297,7 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
         out += _ul(tr_all(rec.server.reasons + rec.reasons, lang))
         out += _ul([f"{t('warning', lang)}{_colon(lang)} {w}" for w in tr_all(rec.server.warnings, lang)], "warning")
     out += [f"<h2>{_e(t('h_candidates', lang))}</h2>",
-            "<p>" + _e(t("candidates_caption", lang, shown=len(result.candidates),
+            "<p>" + _e(t(_caption_key(result), lang, shown=len(result.candidates),
                          total=numbers(lang).num(result.stats.candidates_evaluated))) + "</p>"]
     out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
     if result.growth_view:

@@ -68,6 +68,8 @@ STRINGS: dict[str, tuple[str, str]] = {
              "réseau {net} Gb/s, {power} kW, {btu} BTU/h ({cooling})"),
     "rack_units": ("{u} U", "{u} U"),
     "warning": ("warning", "attention"),
+    "candidates_caption_one": ("Best {shown} of {total}; * on the time/cost Pareto front.",
+                               "La meilleure sur {total} ; * sur le front de Pareto durée/coût."),
     "candidates_caption": ("Best {shown} of {total}; * on the time/cost Pareto front.",
                            "Les {shown} meilleures sur {total} ; * sur le front de Pareto durée/coût."),
     "col_gpu": ("GPU", "GPU"),
@@ -250,6 +252,10 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "servers)",
                         "Alternatives (les {shown} meilleures sur {kept} ; → recommandée, * Pareto{thin} ; GPU : par "
                         "serveur × serveurs)"),
+    "tx_alternatives_one": ("Alternatives (best {shown} of {kept}; → recommended, * Pareto{thin}; GPUs: per server × "
+                            "servers)",
+                            "Alternatives (la meilleure sur {kept} ; → recommandée, * Pareto{thin} ; GPU : par serveur "
+                            "× serveurs)"),
     "tx_thin_mark": ("; ? evidence not adequate, ranked last", " ; ? preuves insuffisantes, classée en dernier"),
     "tx_col_gpus": ("GPUs", "nombre"),
     "tx_col_gib": ("GiB", "Gio"),

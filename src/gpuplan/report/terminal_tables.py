@@ -57,8 +57,8 @@ def _candidates_table(result: PlanResult, top: int, width: int, score: bool, lan
     kept = max(result.stats.candidates_kept, len(result.candidates))
     thin = any(c.evidence is not None and not c.evidence.adequate for c in shown)
     nf = numbers(lang)
-    table = Table(title=t("tx_alternatives", lang, shown=len(shown), kept=kept,
-                          thin=t("tx_thin_mark", lang) if thin else ""),
+    key = "tx_alternatives_one" if len(shown) == 1 else "tx_alternatives"
+    table = Table(title=t(key, lang, shown=len(shown), kept=kept, thin=t("tx_thin_mark", lang) if thin else ""),
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     wide = width >= WIDE
     mem_col = t("col_mem" if wide else "tx_col_gib", lang)
