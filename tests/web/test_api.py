@@ -167,6 +167,16 @@ def test_summary_lines_are_the_plans(client: Api) -> None:
     assert rec.gpu_name in rows["gpu"] and rec.server.platform_name in rows["server"]
 
 
+
+def test_summary_in_french(client: Api) -> None:
+    """?lang=fr: the page's summary rows and verdict in French (issue #27), the same figures."""
+    status, summary, _ = client.call("POST", "/api/summary?lang=fr", example("llama3-70b-lora"))
+    assert status == 200 and summary["verdict"].startswith("Louer ")
+    rows = {r["key"]: r for r in summary["rows"]}
+    assert rows["memory"]["label"] == "Mémoire par GPU" and "Gio" in rows["memory"]["value"]
+    assert client.call("POST", "/api/summary?lang=de", example("llama3-70b-lora"))[0] == 422
+
+
 def test_project_download_loads_as_the_same_project(client: Api, tmp_path: Path) -> None:
     project = example("llama3-8b-full-finetune")
     status, text, headers = client.call("POST", "/api/project", project)

@@ -71,7 +71,7 @@ def plan(
 
     files = [*(catalog or []), *(rates or [])]  # a rates file is a catalog file (gpuplan calibrate)
     try:
-        check_lang(lang)  # every format takes the same languages (the terminal's text is English)
+        check_lang(lang)  # every format takes the same languages, the terminal's text too
         path = project_path(project, example, "plan")
         owned = _owned(have, this_machine, files, day(as_of))
         with progress("searching GPU servers…"):
@@ -133,7 +133,7 @@ def _document(result: "PlanResult", format: PlanFormat, out: Path | None, force:
         return render_html(result, lang=lang)
     if out is not None:
         raise GpuplanError("--out writes a report: use --format md, html or json with it")
-    render_text(result, console(), top=top, details=details)
+    render_text(result, console(), top=top, details=details, lang=lang)
     return None
 
 

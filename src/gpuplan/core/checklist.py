@@ -291,7 +291,8 @@ def _consumer_card(project: Project, candidates: Sequence[Listed], rejected: lis
             # price (a rental across servers needs a cluster offer), before a deadline or a build that fails
             near = min(consumer_rej, key=lambda r: (NEAR_MISS.get(r.code, len(NEAR_MISS)),
                                                    r.gpus_per_server * r.servers))
-            reasons.append(f"{near.gpu_id}, {near.gpus_per_server} per server x {near.servers}: {near.reason}")
+            shape = f", {near.gpus_per_server} per server x {near.servers}" if near.servers else ""
+            reasons.append(f"{near.gpu_id}{shape}: {near.reason}")
             if near.code in ("over-budget", "no-price") and project.workload.task in ("full-finetune", "lora"):
                 reasons.append("QLoRA (workload.task: qlora) needs far less memory per GPU: plan it to see whether a "
                                "workstation of consumer cards holds it")

@@ -11,6 +11,7 @@ from gpuplan.report.common import chosen_deployment, is_chosen, unchosen_gpus
 from gpuplan.report.have import OPTION_HEAD, WAY_HEAD, have_lines, option_rows, way_rows
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
+from gpuplan.report.translate import tr, tr_all
 from gpuplan.report.verdict import gib_in, layout_in, price_in, server_head, time_in, verdict_lines
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
@@ -20,6 +21,11 @@ MAX_REJECTED = 12
 
 
 # ---------------------------------------------------------------- shared pieces
+
+def _colon(lang: str) -> str:
+    """A colon as the language writes it: French puts a space before it."""
+    return " :" if lang == "fr" else ":"
+
 
 def _spec(c: Candidate, lang: str) -> str:
     s = c.server
@@ -45,14 +51,15 @@ def _breakeven(d: Deployment, lang: str) -> str:
     for other, v in d.breakeven_months_vs.items():
         when = (t("be_never", lang) if v is None else t("be_now", lang) if v == 0
                 else t("be_month", lang, m=numbers(lang).num(v, 1)))
-        parts.append(t("be_vs", lang, other=other, when=when))
+        parts.append(t("be_vs", lang, other=tr(other, lang), when=when))
     return ", ".join(parts)
 
 
 def _deployment_rows(c: Candidate, lang: str) -> list[list[str]]:
     nf = numbers(lang)
-    return [[(t("chosen", lang) + ": " if is_chosen(c, d) else "") + d.option, d.provider, nf.num(d.upfront_cost),
-             nf.num(d.running_monthly), ("-" + nf.num(d.residual_value)) if d.residual_value else "0",
+    return [[(t("chosen", lang) + _colon(lang) + " " if is_chosen(c, d) else "") + tr(d.option, lang),
+             tr(d.provider, lang), nf.num(d.upfront_cost), nf.num(d.running_monthly),
+             ("-" + nf.num(d.residual_value)) if d.residual_value else "0",
              nf.money(d.total_cost, d.currency), _breakeven(d, lang)]
             for d in c.deployments]
 
@@ -66,7 +73,7 @@ def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
             shape = " " + t("per_server", lang, n=r.gpus_per_server)
             if r.servers > 1:
                 shape += " " + t("x_servers", lang, n=r.servers)
-        lines.append(f"✗ {r.gpu_id}{shape}: {r.reason}")
+        lines.append(f"✗ {r.gpu_id}{shape}{_colon(lang)} {tr(r.reason, lang)}")
     if len(lines) > MAX_REJECTED:
         lines = lines[:MAX_REJECTED] + [t("more_rejected", lang, n=len(lines) - MAX_REJECTED)]
     return lines
@@ -75,8 +82,6 @@ def _rejected_lines(result: PlanResult, lang: str) -> list[str]:
 def _sources(result: PlanResult, lang: str) -> list[str]:
     nf = numbers(lang)
     out = [t("sources", lang, headroom=nf.pct(result.headroom))]
-    if lang != "en":
-        out.append(t("reasons_english", lang))
     out.append(t("stats", lang, n=nf.num(result.stats.candidates_evaluated), gpus=result.stats.gpu_types))
     return out
 
@@ -84,6 +89,11 @@ def _sources(result: PlanResult, lang: str) -> list[str]:
 def _factor(x: float, nf: Numbers) -> str:
     """A size factor: "1.5", "2"."""
     return nf.num(x, 1 if x % 1 else 0)
+
+
+def _caption_key(result: PlanResult) -> str:
+    """The candidates' caption: French says "la meilleure" for one."""
+    return "candidates_caption_one" if len(result.candidates) == 1 else "candidates_caption"
 
 
 def _growth_sizes(result: PlanResult) -> list[GrowthRow]:
@@ -162,12 +172,12 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
     out += [f"## {t('h_verdict', lang)}", "", " ".join(verdict_lines(result, lang)), ""]
     if rec is not None:
         out += [f"## {t(server_head(rec), lang)}", "",
-                f"{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}", ""]
-        out += [f"- {r}" for r in rec.server.reasons + rec.reasons]
-        out += [f"- **{t('warning', lang)}**: {w}" for w in rec.server.warnings]
+                f"{rec.servers} x {rec.server.platform_name}{_colon(lang)} {_spec(rec, lang)}", ""]
+        out += [f"- {r}" for r in tr_all(rec.server.reasons + rec.reasons, lang)]
+        out += [f"- **{t('warning', lang)}**{_colon(lang)} {w}" for w in tr_all(rec.server.warnings, lang)]
         out.append("")
     out += [f"## {t('h_candidates', lang)}", "",
-            t("candidates_caption", lang, shown=len(result.candidates),
+            t(_caption_key(result), lang, shown=len(result.candidates),
               total=numbers(lang).num(result.stats.candidates_evaluated)), ""]
     out += _md_table(_candidate_head(lang), _candidate_rows(result, lang)) + [""]
     if result.growth_view:
@@ -175,29 +185,32 @@ def render_markdown(result: PlanResult, lang: str = "en") -> str:
         out += _md_table(_growth_head(result, lang), _growth_rows(result, lang)) + [""]
     out += [f"## {t('h_checklist', lang)}", ""]
     out += _md_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
-                     [[item.item, f"{MARK[item.verdict]} {t('v_' + item.verdict, lang)}", "\n".join(item.reasons)]
+                     [[tr(item.item, lang), f"{MARK[item.verdict]} {t('v_' + item.verdict, lang)}",
+                       "\n".join(tr_all(item.reasons, lang))]
                       for item in result.checklist]) + [""]
     if rec is not None:
         out += [f"## {t('h_deployments', lang)}", ""]
         if rec.deployments:
             out += _md_table(_deployment_head(lang), _deployment_rows(rec, lang)) + [""]
             if rec.deployment is not None:
-                out += [f"- {r}" for r in rec.deployment.reasons] + [""]
+                out += [f"- {r}" for r in tr_all(rec.deployment.reasons, lang)] + [""]
             chosen = chosen_deployment(rec)
             if chosen is not None and chosen.assumptions:
-                out += [f"{t('deploy_assumptions', lang)}:", ""] + [f"- {a}" for a in chosen.assumptions] + [""]
+                out += [f"{t('deploy_assumptions', lang)}{_colon(lang)}", ""]
+                out += [f"- {a}" for a in tr_all(chosen.assumptions, lang)] + [""]
         else:
             out += [t("no_deployments", lang), ""]
     if result.faq:
         out += [f"## {t('h_faq', lang)}", ""]
         for f in result.faq:
-            out += [f"**{f.question}** {f.answer}.", ""] + [f"- {r}" for r in f.reasons]
+            out += [f"**{tr(f.question, lang)}** {tr(f.answer, lang)}.", ""]
+            out += [f"- {r}" for r in tr_all(f.reasons, lang)]
             out.append("")
     rej = _rejected_lines(result, lang)
     if rej:
         out += [f"## {t('h_rejected', lang)}", ""] + [f"- {line}" for line in rej] + [""]
     if result.notes:
-        out += [f"## {t('h_notes', lang)}", ""] + [f"- {n.message}" for n in result.notes] + [""]
+        out += [f"## {t('h_notes', lang)}", ""] + [f"- {tr(n.message, lang)}" for n in result.notes] + [""]
     out += [f"## {t('h_sources', lang)}", ""]
     for para in _sources(result, lang):
         out += [para, ""]
@@ -305,11 +318,11 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
             f'<p class="verdict">{_e(" ".join(verdict_lines(result, lang)))}</p>']
     if rec is not None:
         out += [f"<h2>{_e(t(server_head(rec), lang))}</h2>",
-                f"<p>{_e(f'{rec.servers} x {rec.server.platform_name}: {_spec(rec, lang)}')}</p>"]
-        out += _ul(rec.server.reasons + rec.reasons)
-        out += _ul([f"{t('warning', lang)}: {w}" for w in rec.server.warnings], "warning")
+                f"<p>{_e(f'{rec.servers} x {rec.server.platform_name}{_colon(lang)} {_spec(rec, lang)}')}</p>"]
+        out += _ul(tr_all(rec.server.reasons + rec.reasons, lang))
+        out += _ul([f"{t('warning', lang)}{_colon(lang)} {w}" for w in tr_all(rec.server.warnings, lang)], "warning")
     out += [f"<h2>{_e(t('h_candidates', lang))}</h2>",
-            "<p>" + _e(t("candidates_caption", lang, shown=len(result.candidates),
+            "<p>" + _e(t(_caption_key(result), lang, shown=len(result.candidates),
                          total=numbers(lang).num(result.stats.candidates_evaluated))) + "</p>"]
     out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
     if result.growth_view:
@@ -317,19 +330,21 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
         out += _html_table(_growth_head(result, lang), _growth_rows(result, lang))
     out += [f"<h2>{_e(t('h_checklist', lang))}</h2>"]
     out += _html_table([t("col_item", lang), t("col_verdict", lang), t("col_why", lang)],
-                       [[_e(item.item),
+                       [[_e(tr(item.item, lang)),
                          f'<span class="{item.verdict.replace(" ", "-")}">{MARK[item.verdict]} '
                          f"{_e(t('v_' + item.verdict, lang))}</span>",
-                         "<br>".join(_e(r) for r in item.reasons)] for item in result.checklist], raw={0, 1, 2})
+                         "<br>".join(_e(r) for r in tr_all(item.reasons, lang))] for item in result.checklist],
+                       raw={0, 1, 2})
     if rec is not None:
         out += [f"<h2>{_e(t('h_deployments', lang))}</h2>"]
         if rec.deployments:
             out += _html_table(_deployment_head(lang), _deployment_rows(rec, lang), num={2, 3, 4, 5})
             if rec.deployment is not None:
-                out += _ul(rec.deployment.reasons)
+                out += _ul(tr_all(rec.deployment.reasons, lang))
             chosen = chosen_deployment(rec)
             if chosen is not None and chosen.assumptions:
-                out += [f"<p>{_e(t('deploy_assumptions', lang))}:</p>"] + _ul(chosen.assumptions)
+                out += [f"<p>{_e(t('deploy_assumptions', lang) + _colon(lang))}</p>"]
+                out += _ul(tr_all(chosen.assumptions, lang))
         else:
             out += [f"<p>{_e(t('no_deployments', lang))}</p>"]
 
@@ -338,12 +353,13 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     if result.faq:
         out += [f"<h2>{_e(t('h_faq', lang))}</h2>"]
         for f in result.faq:
-            out += [f"<p><strong>{_e(f.question)}</strong> {_e(f.answer)}.</p>"] + _ul(f.reasons)
+            out += [f"<p><strong>{_e(tr(f.question, lang))}</strong> {_e(tr(f.answer, lang))}.</p>"]
+            out += _ul(tr_all(f.reasons, lang))
     rej = _rejected_lines(result, lang)
     if rej:
         out += [f"<h2>{_e(t('h_rejected', lang))}</h2>"] + _ul(rej)
     if result.notes:
-        out += [f"<h2>{_e(t('h_notes', lang))}</h2>"] + _ul([n.message for n in result.notes])
+        out += [f"<h2>{_e(t('h_notes', lang))}</h2>"] + _ul([tr(n.message, lang) for n in result.notes])
     out += ["<footer>", f"<h2>{_e(t('h_sources', lang))}</h2>"] + [f"<p>{_e(p)}</p>" for p in _sources(result, lang)]
     out += ["</footer>", "</body>", "</html>"]
     return "\n".join(out) + "\n"

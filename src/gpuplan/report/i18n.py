@@ -1,5 +1,5 @@
-"""The fixed strings of the Markdown and HTML reports, in English and French. Reasons, notes and FAQ answers
-stay as gpuplan produced them (English); the French footer says so."""
+"""The fixed strings of the reports, in English and French. The lines gpuplan's core writes (reasons, notes, FAQ
+answers) are English; report/translate.py gives them in French from the translation memory data/i18n_fr.toml."""
 
 from __future__ import annotations
 
@@ -68,6 +68,8 @@ STRINGS: dict[str, tuple[str, str]] = {
              "réseau {net} Gb/s, {power} kW, {btu} BTU/h ({cooling})"),
     "rack_units": ("{u} U", "{u} U"),
     "warning": ("warning", "attention"),
+    "candidates_caption_one": ("Best {shown} of {total}; * on the time/cost Pareto front.",
+                               "La meilleure sur {total} ; * sur le front de Pareto durée/coût."),
     "candidates_caption": ("Best {shown} of {total}; * on the time/cost Pareto front.",
                            "Les {shown} meilleures sur {total} ; * sur le front de Pareto durée/coût."),
     "col_gpu": ("GPU", "GPU"),
@@ -145,7 +147,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "one_gpu": ("1 GPU", "1 GPU"),
     "g_no_shape": ("✗ {mem} GiB; no server shape tried holds it",
                    "✗ {mem} Gio ; aucune forme de serveur essayée ne le tient"),
-    "reasons_english": ("", "Les raisons détaillées sont en anglais, telles que gpuplan les produit."),
     "fig_memory": ("Memory per GPU of each candidate", "Mémoire par GPU de chaque configuration"),
     "fig_memory_caption": (
         "Memory per GPU by part, per candidate; the solid mark is the GPU's VRAM, the dashed mark the usable VRAM "
@@ -230,12 +231,100 @@ STRINGS: dict[str, tuple[str, str]] = {
     "l_breakeven": ("break-even", "point mort"),
     "m_weights": ("weights", "poids"),
     "m_reference": ("reference model", "modèle de référence"),
+    "m_rollout": ("rollout engine", "moteur de génération"),
     "m_gradients": ("gradients", "gradients"),
     "m_optimizer": ("optimizer", "optimiseur"),
     "m_activations": ("activations", "activations"),
     "m_kv_cache": ("KV cache", "cache KV"),
     "m_other": ("other", "autres"),
     "m_rest": ("peak and allocator", "pic et allocateur"),
+    # ---- the terminal (report/terminal.py)
+    "tx_rule": ("gpuplan plan: {project} (objective: {objective})",
+                "gpuplan plan : {project} (objectif : {objective})"),
+    "tx_instead": ("If you buy or rent instead", "Si vous achetez ou louez plutôt"),
+    "tx_thin": ("No candidate has adequate evidence; the best of what qualifies: ",
+                "Aucune configuration n'a de preuves suffisantes ; la meilleure de celles qui conviennent : "),
+    "tx_get": ("Get", "Prendre"),
+    "tx_no_price": ("no price list covers this configuration (add quotes with --prices)",
+                    "aucune liste de prix ne couvre cette configuration (ajoutez des devis avec --prices)"),
+    "tx_deploy": ("deploy {option} ({provider}): {cost}", "déploiement {option} ({provider}) : {cost}"),
+    "tx_request": (" A request takes {s} s.", " Une requête prend {s} s."),
+    "tx_no_length": (" {time} (the project gives no training length).",
+                     " {time} (le projet ne donne pas de durée d'entraînement)."),
+    "tx_server": ("Server", "Serveur"),
+    "tx_server_line": ("{servers} × {platform}{rack}, price {price}", "{servers} × {platform}{rack}, prix {price}"),
+    "tx_gpu_line": ("{gpus} × {gpu} ({gpu_id}) per server, {layout}",
+                    "{gpus} × {gpu} ({gpu_id}) par serveur, {layout}"),
+    "tx_spec": ("{sockets} × {cpu} ({cores} cores) · RAM {ram} · NVMe {tb} TB ({drives}, {read} GB/s) · "
+                "network {net} Gb/s · {kw} kW · {btu} BTU/h ({cooling})",
+                "{sockets} × {cpu} ({cores} cœurs) · RAM {ram} · NVMe {tb} To ({drives}, {read} Go/s) · "
+                "réseau {net} Gb/s · {kw} kW · {btu} BTU/h ({cooling})"),
+    "tx_drive": ("{n} drive", "{n} disque"),
+    "tx_drives": ("{n} drives", "{n} disques"),
+    "tx_ram": ("{n} GB", "{n} Go"),
+    "tx_memory": ("Memory per GPU", "Mémoire par GPU"),
+    "tx_memory_line": ("  {dev}{of} GiB at the peak ({phase}; largest: {dominant}); {grown} after growth",
+                       "  {dev}{of} Gio au pic ({phase} ; poste le plus gros : {dominant}) ; {grown} après croissance"),
+    "tx_of": (" of {v}", " sur {v}"),
+    "tx_temporaries": ("temporaries", "temporaires"),
+    "tx_reserve": ("allocator reserve", "réserve de l'allocateur"),
+    "tx_context": ("CUDA context", "contexte CUDA"),
+    "tx_free": ("{glyph} free {gib} GiB, {pct}", "{glyph} libre {gib} Gio, {pct}"),
+    "tx_kept": ("{glyph} of which the plan keeps {gib} GiB ({pct} headroom)",
+                "{glyph} dont {gib} Gio que le plan garde libres ({pct} de marge)"),
+    "tx_alternatives": ("Alternatives (best {shown} of {kept}; → recommended, * Pareto{thin}; GPUs: per server × "
+                        "servers)",
+                        "Alternatives (les {shown} meilleures sur {kept} ; → recommandée, * Pareto{thin} ; GPU : par "
+                        "serveur × serveurs)"),
+    "tx_alternatives_one": ("Alternatives (best {shown} of {kept}; → recommended, * Pareto{thin}; GPUs: per server × "
+                            "servers)",
+                            "Alternatives (la meilleure sur {kept} ; → recommandée, * Pareto{thin} ; GPU : par serveur "
+                            "× serveurs)"),
+    "tx_thin_mark": ("; ? evidence not adequate, ranked last", " ; ? preuves insuffisantes, classée en dernier"),
+    "tx_col_gpus": ("GPUs", "nombre"),
+    "tx_col_gib": ("GiB", "Gio"),
+    "tx_col_cost": ("cost {currency}", "coût {currency}"),
+    "tx_basis_rent": ("rent", "location"),
+    "tx_basis_buy": ("buy", "achat"),
+    "tx_ranked": ("cost as ranked: the cheaper of buying the servers or renting the GPUs {rent} (median price)",
+                  "coût classé : le moins cher de l'achat des serveurs ou de la location des GPU {rent} (prix médian)"),
+    "tx_ranked_run": ("for the run", "pour l'exécution"),
+    "tx_ranked_horizon": ("over the horizon", "sur l'horizon"),
+    "tx_ranked_cost": ("; within 10% of the cheapest (or 1% of the budget) is equal, then fewer GPUs, then faster",
+                       " ; à 10 % près du moins cher (ou à 1 % du budget près), égalité, puis moins de GPU, puis plus "
+                       "rapide"),
+    "tx_deployments": ("Deployment costs (→ chosen)", "Coûts de déploiement (→ retenue)"),
+    "tx_deployments_narrow": ("Deployment costs (→ chosen; more: --format md)",
+                              "Coûts de déploiement (→ retenue ; plus : --format md)"),
+    "tx_col_cheaper": ("cheaper than", "moins chère que"),
+    "tx_no_deployments": ("Deployment costs: no price list covers this configuration (add quotes with --prices).",
+                          "Coûts de déploiement : aucune liste de prix ne couvre cette configuration (ajoutez des "
+                          "devis avec --prices)."),
+    "tx_every_reason": (" (every reason with --details)", " (toutes les raisons avec --details)"),
+    "tx_questions": ("Questions", "Questions"),
+    "tx_rules": ("The server, rule by rule", "Le serveur, règle par règle"),
+    "tx_foot": ("{n} configurations over {gpus} GPU types in {s} s",
+                "{n} configurations sur {gpus} types de GPU en {s} s"),
+    "tx_foot_rejected": ("; {n} GPU types not chosen", " ; {n} types de GPU écartés"),
+    "tx_foot_details": ("; --details: the server's rules, every reason, the GPUs not chosen and why",
+                        " ; --details : les règles du serveur, toutes les raisons, les GPU écartés et pourquoi"),
+    "tx_no_recommendation": ("No recommendation: no candidate meets the project.",
+                             "Aucune recommandation : aucune configuration ne satisfait le projet."),
+    # ---- the web page's summary (web/summary.py, POST /api/summary)
+    "s_gpus": ("GPUs", "GPU"),
+    "s_in_servers": (" in each of {n} servers", " dans chacun des {n} serveurs"),
+    "s_server": ("{platform}: {sockets} x {cpu} ({cores} cores), {ram} GB RAM, {tb} TB NVMe",
+                 "{platform} : {sockets} x {cpu} ({cores} cœurs), {ram} Go de RAM, {tb} To de NVMe"),
+    "s_memory": ("{now} GiB now, {grown} GiB after the planned growth ({dominant} dominate)",
+                 "{now} Gio aujourd'hui, {grown} Gio après la croissance prévue (surtout : {dominant})"),
+    "s_price": ("Hardware price", "Prix du matériel"),
+    "s_price_if_buy": ("If you buy: hardware price", "En cas d'achat : prix du matériel"),
+    "s_power": ("Power and cooling", "Électricité et refroidissement"),
+    "s_power_value": ("{kw} kW, {btu} BTU/h ({cooling})", "{kw} kW, {btu} BTU/h ({cooling})"),
+    "s_deployment": ("Deployment", "Déploiement"),
+    "s_deployment_value": ("{option} ({provider}): {total} over the horizon, {monthly}/month",
+                           "{option} ({provider}) : {total} sur l'horizon, {monthly}/mois"),
+    "s_ranked": (" (ranked by {objective})", " (classement : {objective})"),
 }
 
 

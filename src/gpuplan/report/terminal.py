@@ -10,27 +10,24 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich import box
 from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan.core.layout_text import compact_layout_text
 from gpuplan.report.common import (
-    MONEY_COLUMNS,
     cost_text,
-    is_chosen,
     layout_text,
-    money_cells,
     price_text,
-    ranked_cost_caption,
-    ranked_cost_text,
-    time_text,
     unchosen_gpus,
 )
-from gpuplan.schema.plan import Candidate, ChecklistItem, Deployment, PlanResult
-from gpuplan.units import GIB, fmt_gib, fmt_ram_gb
+from gpuplan.report.i18n import t
+from gpuplan.report.numbers import numbers
+from gpuplan.report.terminal_tables import candidates_table, deployments_table
+from gpuplan.report.translate import french_number, tr
+from gpuplan.report.verdict import time_in, verdict_lines
+from gpuplan.schema.plan import Candidate, ChecklistItem, PlanResult
+from gpuplan.units import GIB
 
 #: checklist verdict -> (mark, colour)
 MARK = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "not evaluated": ("–", "dim")}
@@ -53,6 +50,11 @@ KEPT_GLYPH_PLAIN = ":"
 BAR_WIDTH = 80
 #: reasons under the verdict in the summary (all of them with --details)
 WHY_MAX = 3
+#: the bar's labels that the reports' fixed strings name (report/i18n.py), for another language than English
+LABEL_KEYS = {"weights": "m_weights", "reference model": "m_reference", "rollout engine": "m_rollout",
+              "gradients": "m_gradients",
+              "optimizer": "m_optimizer", "activations": "m_activations", "KV cache": "m_kv_cache",
+              "temporaries": "tx_temporaries", "allocator reserve": "tx_reserve", "CUDA context": "tx_context"}
 
 
 @contextmanager
@@ -120,22 +122,25 @@ def memory_bar(c: Candidate, plain: bool, width: int = BAR_WIDTH, headroom: floa
     return bar
 
 
-def memory_legend(c: Candidate, plain: bool, width: int, headroom: float = 0.0) -> list[Text]:
+def memory_legend(c: Candidate, plain: bool, width: int, headroom: float = 0.0, lang: str = "en") -> list[Text]:
     """The bar's key, GiB per part (parts under 0.05 GiB left out), packed into lines of `width` columns
     without splitting an entry."""
+    nf = numbers(lang)
     entries = []
     for label, letter, colour, v in memory_parts(c):
         if round(v / GIB, 1) == 0:
             continue
-        entries.append(Text.assemble((letter if plain else "█", colour), f" {label} {v / GIB:,.1f}"))
+        name = label if lang == "en" else t(LABEL_KEYS[label], lang)
+        entries.append(Text.assemble((letter if plain else "█", colour), f" {name} {nf.num(v / GIB, 1)}"))
     vram = vram_bytes(c)
     if vram is not None:
         free = vram - c.memory.device_bytes
         kept = headroom * vram
-        entries.append(Text(f"{FREE_GLYPH} free {fmt_gib(free)}, {free / vram:.0%}", style="dim"))
+        entries.append(Text(t("tx_free", lang, glyph=FREE_GLYPH, gib=nf.num(free / GIB, 1), pct=nf.pct(free / vram)),
+                            style="dim"))
         if kept > 0:
-            entries.append(Text(f"{KEPT_GLYPH_PLAIN if plain else KEPT_GLYPH} of which the plan keeps "
-                                f"{fmt_gib(kept)} ({headroom:.0%} headroom)", style="dim"))
+            entries.append(Text(t("tx_kept", lang, glyph=KEPT_GLYPH_PLAIN if plain else KEPT_GLYPH,
+                                  gib=nf.num(kept / GIB, 1), pct=nf.pct(headroom)), style="dim"))
     lines = [Text()]
     for e in entries:
         if lines[-1].cell_len and lines[-1].cell_len + 2 + e.cell_len > width:
@@ -146,35 +151,40 @@ def memory_legend(c: Candidate, plain: bool, width: int, headroom: float = 0.0) 
     return lines
 
 
-def _where(rec: Candidate) -> str:
+def _where(rec: Candidate, lang: str = "en") -> str:
     d = rec.deployment
     if d is None:
-        return "no price list covers this configuration (add quotes with --prices)"
-    return f"deploy {d.option} ({d.provider}): {cost_text(rec)}"
+        return t("tx_no_price", lang)
+    return t("tx_deploy", lang, option=tr(d.option, lang), provider=tr(d.provider, lang), cost=tr(cost_text(rec), lang))
 
 
-def _verdict(result: PlanResult, rec: Candidate) -> Text:
+def _verdict(result: PlanResult, rec: Candidate, lang: str = "en") -> Text:
     """The first line: the action (buy or rent what, from whom, at what cost, and the runner-up), else the server
     the plan would get with no price list covering it."""
     out = Text()
     if rec.evidence is not None and not rec.evidence.adequate:
-        out.append("No candidate has adequate evidence; the best of what qualifies: ", style="bold yellow")
+        out.append(t("tx_thin", lang), style="bold yellow")
     a = rec.action
     if a is not None:
-        verb, rest = a.text.split(" ", 1)
-        head, _, tail = rest.partition(a.item)
+        # English: the core's own sentence; another language: the reports' (report/verdict.py), the server line left out
+        text, item = a.text, a.item
+        if lang != "en":
+            text, item = " ".join(verdict_lines(result, lang)[:-1]), tr(a.item, lang)
+        verb, rest = text.split(" ", 1)
+        head, _, tail = rest.partition(item)
         out.append(verb + " ", style="bold")
-        out.append(head + a.item, style="bold green")
+        out.append(head + item, style="bold green")
         out.append(tail)
     else:
         s = rec.server
-        out.append("Get ", style="bold")
-        out.append(f"{rec.servers} × {s.platform_name} with {rec.gpus_per_server} × {rec.gpu_name}", style="bold green")
-        out.append(f"; {_where(rec)}.")
+        out.append(t("tx_get", lang) + " ", style="bold")
+        out.append(t("server_of", lang, servers=rec.servers, platform=s.platform_name, gpus=rec.gpus_per_server,
+                     gpu=rec.gpu_name).replace(" x ", " × "), style="bold green")
+        out.append(f"; {_where(rec, lang)}." if lang == "en" else f" ; {_where(rec, lang)}.")
     if rec.time_hours is None and rec.request_latency_s is not None:
-        out.append(f" A request takes {rec.request_latency_s:,.1f} s.")
+        out.append(t("tx_request", lang, s=numbers(lang).num(rec.request_latency_s, 1)))
     elif rec.time is not None and rec.time.wall_hours is None:
-        out.append(f" {time_text(rec)} (the project gives no training length).")
+        out.append(t("tx_no_length", lang, time=time_in(rec, lang)))
     return out
 
 
@@ -187,108 +197,39 @@ def why_reasons(rec: Candidate) -> list[str]:
     return picks + rest
 
 
-def _server(rec: Candidate) -> Table:
+def _server(rec: Candidate, lang: str = "en") -> Table:
     s = rec.server
+    nf = numbers(lang)
     g = Table.grid(padding=(0, 2))
     g.add_column(style="bold", no_wrap=True)
     g.add_column()
     rack = f", {s.rack_units} U" if s.rack_units else ""
-    label = "If you buy" if rec.action is not None and rec.action.verb == "rent" else "Server"
-    g.add_row(label, f"{rec.servers} × {s.platform_name}{rack}, price {price_text(rec)}")
-    g.add_row("", f"{rec.gpus_per_server} × {rec.gpu_name} ({rec.gpu_id}) per server, {layout_text(rec)}")
-    g.add_row("", f"{s.cpu_sockets} × {s.cpu_model} ({s.cpu_cores} cores) · RAM {fmt_ram_gb(s.ram_bytes)} · "
-                  f"NVMe {s.storage_bytes / 1e12:,.1f} TB ({s.drives} drive{'s' if s.drives > 1 else ''}, "
-                  f"{s.storage_read_gb_s:,.1f} GB/s) · "
-                  f"network {s.network_gbit_s:,.0f} Gb/s · {s.power_w / 1000:,.1f} kW · "
-                  f"{s.cooling_btu_h:,.0f} BTU/h ({s.cooling})")
+    label = t("if_you_buy" if rec.action is not None and rec.action.verb == "rent" else "tx_server", lang)
+    g.add_row(label, t("tx_server_line", lang, servers=rec.servers, platform=s.platform_name, rack=rack,
+                       price=french_number(price_text(rec)) if lang == "fr" else price_text(rec)))
+    g.add_row("", t("tx_gpu_line", lang, gpus=rec.gpus_per_server, gpu=rec.gpu_name, gpu_id=rec.gpu_id,
+                    layout=layout_text(rec, replicas=t("word_replicas", lang), batch=t("word_batch", lang))))
+    g.add_row("", t("tx_spec", lang, sockets=s.cpu_sockets, cpu=s.cpu_model, cores=s.cpu_cores,
+                    ram=t("tx_ram", lang, n=nf.num(s.ram_bytes / GIB)), tb=nf.num(s.storage_bytes / 1e12, 1),
+                    drives=t("tx_drives" if s.drives > 1 else "tx_drive", lang, n=s.drives),
+                    read=nf.num(s.storage_read_gb_s, 1), net=nf.num(s.network_gbit_s), kw=nf.num(s.power_w / 1000, 1),
+                    btu=nf.num(s.cooling_btu_h), cooling=tr(s.cooling, lang)))
     return g
 
 
-def _memory(console: Console, rec: Candidate, headroom: float) -> None:
+def _memory(console: Console, rec: Candidate, headroom: float, lang: str = "en") -> None:
     m, vram, plain = rec.memory, vram_bytes(rec), _plain(console)
-    of = f" of {vram / GIB:,.1f}" if vram else ""
+    nf = numbers(lang)
+    of = t("tx_of", lang, v=nf.num(vram / GIB, 1)) if vram else ""
     head = Text()
-    head.append("Memory per GPU", style="bold")
-    head.append(f"  {m.device_bytes / GIB:,.1f}{of} GiB at the peak ({m.peak_phase}; largest: {m.dominant}); "
-                f"{rec.grown_device_bytes / GIB:,.1f} after growth")
+    head.append(t("tx_memory", lang), style="bold")
+    head.append(t("tx_memory_line", lang, dev=nf.num(m.device_bytes / GIB, 1), of=of, phase=tr(m.peak_phase, lang),
+                  dominant=tr(m.dominant, lang), grown=nf.num(rec.grown_device_bytes / GIB, 1)))
     console.print(head)
     console.print(memory_bar(rec, plain, width=max(20, min(BAR_WIDTH, console.width - 2)), headroom=headroom),
                   no_wrap=True, overflow="crop")
-    for line in memory_legend(rec, plain, console.width, headroom):
+    for line in memory_legend(rec, plain, console.width, headroom, lang):
         console.print(line)
-
-
-#: below this many columns the tables leave out what the verdict and --details already say (the alternatives' score,
-#: the deployments' resale and break-even), so that a layout or a provider is never wrapped a letter a line
-WIDE = 100
-
-
-def _candidates(result: PlanResult, top: int, width: int = WIDE) -> Table:
-    """The alternatives; at full width without the score when the layouts need its room (a tensor and pipeline
-    parallel layout is wider than the column leaves), so that no layout wraps."""
-    table = _candidates_table(result, top, width, score=width >= WIDE)
-    if width >= WIDE and Console(width=4 * width).measure(table).maximum > width:  # its natural width
-        table = _candidates_table(result, top, width, score=False)
-    return table
-
-
-def _candidates_table(result: PlanResult, top: int, width: int, score: bool) -> Table:
-    shown = result.candidates[:top]
-    kept = max(result.stats.candidates_kept, len(result.candidates))
-    thin = any(c.evidence is not None and not c.evidence.adequate for c in shown)
-    t = Table(title=f"Alternatives (best {len(shown)} of {kept}; → recommended, * Pareto"
-                    + ("; ? evidence not adequate, ranked last" if thin else "") + "; GPUs: per server × servers)",
-              title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    cost_col = f"cost {result.currency}"
-    wide = width >= WIDE
-    mem_col = "GiB/GPU" if wide else "GiB"
-    cost_col = cost_col if wide else result.currency
-    cols = ("", "GPU", "GPUs", "layout", mem_col, "time", cost_col) + (("score",) if score else ())
-    for col in cols:  # the layout alone may wrap, never a number
-        t.add_column(col, justify="right" if col in (mem_col, "time", cost_col, "score") else "left",
-                     no_wrap=col != "layout", min_width=2 if not col else None,
-                     overflow="fold" if col == "layout" else "ellipsis")
-    for c in shown:
-        mark = (("→" if c == result.recommendation else " ") + ("*" if c.pareto else " ")
-                + ("?" if c.evidence is not None and not c.evidence.adequate else " "))
-        layout = compact_layout_text(c.layout)  # narrow: parts spaced, so that a line breaks between them
-        t.add_row(mark, c.gpu_id, f"{c.gpus_per_server} × {c.servers}", layout if wide else layout.replace("·", " "),
-                  f"{c.memory.device_bytes / GIB:,.1f}", time_text(c), ranked_cost_text(c),
-                  *((f"{c.score:.3g}",) if score else ()))
-    t.caption = ranked_cost_caption(result)
-    t.caption_justify = "left"
-    return t
-
-
-def _breakeven(d: Deployment) -> str:
-    """From when `d` is cheaper than each other option, grouped: "now: on-prem, managed; never: cloud"."""
-    when: dict[str, list[str]] = {}
-    for k, v in d.breakeven_months_vs.items():
-        when.setdefault("never" if v is None else "now" if v == 0 else f"month {v:,.1f}", []).append(k)
-    return "; ".join(f"{w}: {', '.join(opts)}" for w, opts in when.items()) or "-"
-
-
-def _deployments(rec: Candidate, width: int = WIDE) -> Table:
-    wide = width >= WIDE
-    t = Table(title="Deployment costs (→ chosen" + (")" if wide else "; more: --format md)"),
-              title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    money = MONEY_COLUMNS if wide else tuple(c for c in MONEY_COLUMNS if c != "resale")
-    for col in ("option", "provider", *money, *(("cheaper than",) if wide else ())):
-        t.add_column(col, justify="right" if col in MONEY_COLUMNS else "left",
-                     no_wrap=col not in ("provider", "cheaper than"))
-    for d in rec.deployments:
-        cells = money_cells(d)
-        t.add_row(("→ " if is_chosen(rec, d) else "  ") + d.option, _provider(d),
-                  *(cells if wide else (cells[0], cells[1], cells[3])), *((_breakeven(d),) if wide else ()))
-    gaps = rec.deployment.gaps if rec.deployment is not None else []
-    if gaps:  # the options asked for that no price covers, under the table (a row would wrap a word a line)
-        t.caption, t.caption_justify = "; ".join(gaps), "left"
-    return t
-
-
-def _provider(d: Deployment) -> str:
-    """Who provides it, short: "cloud on-demand" -> "on-demand" (the option says cloud)."""
-    return d.provider.removeprefix("cloud ") if d.option == "cloud" else d.provider
 
 
 def summary_reason(item: ChecklistItem) -> str:
@@ -304,32 +245,36 @@ def _mark(item: ChecklistItem) -> Text:
     return Text(mark, style=f"bold {colour}")
 
 
-def _checklist(console: Console, result: PlanResult, details: bool) -> None:
+def _checklist(console: Console, result: PlanResult, details: bool, lang: str = "en") -> None:
     """One line per item in the summary (mark, item, verdict, one reason); every reason with `details`."""
-    console.print(Text("Decision checklist" + ("" if details else " (every reason with --details)"), style="bold"))
-    pad = max((len(f"{i.item} ({i.verdict})") for i in result.checklist), default=0)
+    console.print(Text(t("h_checklist", lang) + ("" if details else t("tx_every_reason", lang)), style="bold"))
+
+    def head(i: ChecklistItem) -> str:
+        return f"{tr(i.item, lang)} ({i.verdict if lang == 'en' else t('v_' + i.verdict, lang)})"
+
+    pad = max((len(head(i)) for i in result.checklist), default=0)
     for item in result.checklist:
-        line = Text.assemble(" ", _mark(item), f" {item.item} ({item.verdict})".ljust(pad + 3))
+        line = Text.assemble(" ", _mark(item), f" {head(item)}".ljust(pad + 3))
         if details:
             console.print(line)
-            console.print(_hanging([("      ·", r) for r in item.reasons]))
+            console.print(_hanging([("      ·", tr(r, lang)) for r in item.reasons]))
         else:
-            line.append(summary_reason(item))
+            line.append(tr(summary_reason(item), lang))
             line.truncate(console.width, overflow="ellipsis")
             console.print(line, no_wrap=True, overflow="ellipsis")
 
 
-def _faq(console: Console, result: PlanResult, details: bool) -> None:
+def _faq(console: Console, result: PlanResult, details: bool, lang: str = "en") -> None:
     if not result.faq:
         return
-    console.print(Text("Questions", style="bold"))
+    console.print(Text(t("tx_questions", lang), style="bold"))
     for f in result.faq:
         line = Text("  ")
-        line.append(f.question, style="bold")
-        line.append(f" {f.answer}.")
+        line.append(tr(f.question, lang), style="bold")
+        line.append(f" {tr(f.answer, lang)}.")
         if details:
             console.print(line)
-            console.print(_hanging([("    ·", r) for r in f.reasons]))
+            console.print(_hanging([("    ·", tr(r, lang)) for r in f.reasons]))
         else:
             console.print(line, no_wrap=True, overflow="ellipsis")
 
@@ -340,60 +285,63 @@ def _bullets(console: Console, title: str, lines: list[str], bullet: str = "·")
         console.print(_hanging([(f"  {bullet}", line) for line in lines]))
 
 
-def _rejected_lines(result: PlanResult) -> list[str]:
+def _rejected_lines(result: PlanResult, lang: str = "en") -> list[str]:
     lines = []
     for r in unchosen_gpus(result):
-        shape = (f" {r.gpus_per_server} per server" + (f" x {r.servers} servers" if r.servers > 1 else "")
-                 if r.gpus_per_server else "")
-        lines.append(f"{r.gpu_id}{shape}: {r.reason}")
+        shape = (" " + t("per_server", lang, n=r.gpus_per_server)
+                 + (" " + t("x_servers", lang, n=r.servers) if r.servers > 1 else "") if r.gpus_per_server else "")
+        lines.append(f"{r.gpu_id}{shape}{':' if lang == 'en' else ' :'} {tr(r.reason, lang)}")
     return lines
 
 
-def render_text(result: PlanResult, console: Console, top: int = 8, details: bool = False) -> None:
+def render_text(result: PlanResult, console: Console, top: int = 8, details: bool = False, lang: str = "en") -> None:
     """The one-screen summary; with `details`, then every reason: the server's rules, the full checklist and FAQ,
-    and every GPU not chosen with why."""
+    and every GPU not chosen with why. `lang`: the report language (report/i18n.py; the core's lines through
+    report/translate.py)."""
     rec = result.recommendation
-    console.print(Rule(Text(f"gpuplan plan: {result.project} (objective: {result.objective})", style="bold"),
-                       align="left"))
+    console.print(Rule(Text(t("tx_rule", lang, project=result.project,
+                              objective=t(f"objective_{result.objective}", lang) if lang != "en" else result.objective),
+                            style="bold"), align="left"))
     if result.have is not None:  # the server the team has comes first; then what to get instead
         from gpuplan.report.have import render_have_text
 
         render_have_text(result.have, console, result.currency, details)
-        console.print(Rule(Text("If you buy or rent instead", style="bold"), align="left"))
+        console.print(Rule(Text(t("tx_instead", lang), style="bold"), align="left"))
     if rec is not None:
-        console.print(_verdict(result, rec))
+        console.print(_verdict(result, rec, lang))
         # the stack (reason "stack: ...", candidate.stack) goes to the first lines (issue #30); until then the summary
         # keeps to one screen and shows it with --details
         why = [r for r in why_reasons(rec) if details or not r.startswith("stack: ")]
-        console.print(_hanging([("  ·", r) for r in (why if details else why[:WHY_MAX])]
-                               + [(Text("  !", style="bold yellow"), Text(w, style="yellow"))
+        console.print(_hanging([("  ·", tr(r, lang)) for r in (why if details else why[:WHY_MAX])]
+                               + [(Text("  !", style="bold yellow"), Text(tr(w, lang), style="yellow"))
                                   for w in rec.server.warnings]))
-        console.print(_server(rec))
-        _memory(console, rec, result.headroom)
+        console.print(_server(rec, lang))
+        _memory(console, rec, result.headroom, lang)
     else:
-        console.print(Text("No recommendation: no candidate meets the project.", style="bold red"))
+        console.print(Text(t("tx_no_recommendation", lang), style="bold red"))
     if result.candidates:
-        console.print(_candidates(result, top, console.width))
+        console.print(candidates_table(result, top, console.width, lang))
     if rec is not None:
         if rec.deployments:
-            console.print(_deployments(rec, console.width))
+            console.print(deployments_table(rec, console.width, lang))
         else:
-            console.print("Deployment costs: no price list covers this configuration (add quotes with --prices).")
+            console.print(t("tx_no_deployments", lang))
     if result.checklist:
-        _checklist(console, result, details)
-    _faq(console, result, details)
+        _checklist(console, result, details, lang)
+    _faq(console, result, details, lang)
     for n in result.notes:
         if n.code == "framework-default" and not details:  # the plan's default stack: with --details, as above
             continue
-        console.print(Text(f"· {n.message}"))
-    rejected = _rejected_lines(result)
+        console.print(Text(f"· {tr(n.message, lang)}"))
+    rejected = _rejected_lines(result, lang)
     if details:
         if rec is not None:
-            _bullets(console, "The server, rule by rule", rec.server.reasons)
-        _bullets(console, "GPUs not chosen, and why", rejected, bullet="✗")
+            _bullets(console, t("tx_rules", lang), [tr(r, lang) for r in rec.server.reasons])
+        _bullets(console, t("h_rejected", lang), rejected, bullet="✗")
     st = result.stats
-    foot = (f"{st.candidates_evaluated:,} configurations over {st.gpu_types} GPU types in {st.search_seconds:.2f} s"
-            + (f"; {len(rejected)} GPU types not chosen" if rejected else ""))
+    nf = numbers(lang)
+    foot = (t("tx_foot", lang, n=nf.num(st.candidates_evaluated), gpus=st.gpu_types, s=nf.num(st.search_seconds, 2))
+            + (t("tx_foot_rejected", lang, n=len(rejected)) if rejected else ""))
     if not details:
-        foot += "; --details: the server's rules, every reason, the GPUs not chosen and why"
+        foot += t("tx_foot_details", lang)
     console.print(Text(foot, style="dim"))

@@ -8,6 +8,7 @@ from gpuplan.core.verdict import runner_up
 from gpuplan.report.common import chosen_deployment, layout_text, time_text
 from gpuplan.report.i18n import t
 from gpuplan.report.numbers import Numbers, numbers
+from gpuplan.report.translate import tr
 from gpuplan.schema.plan import Candidate, PlanResult
 from gpuplan.units import GIB
 
@@ -53,10 +54,10 @@ def verdict_lines(result: PlanResult, lang: str) -> list[str]:
         d = rec.deployment
         chosen = chosen_deployment(rec)
         if rec.time_hours is not None and chosen is not None and chosen.cost_per_run:
-            out.append(t("verdict_deploy_run", lang, option=d.option, provider=d.provider,
+            out.append(t("verdict_deploy_run", lang, option=tr(d.option, lang), provider=tr(d.provider, lang),
                          run=nf.money(chosen.cost_per_run, d.currency), total=nf.money(d.total_cost, d.currency)))
         else:
-            out.append(t("verdict_deploy", lang, option=d.option, provider=d.provider,
+            out.append(t("verdict_deploy", lang, option=tr(d.option, lang), provider=tr(d.provider, lang),
                          total=nf.money(d.total_cost, d.currency),
                          monthly=nf.num(chosen.running_monthly if chosen is not None else d.monthly_cost)))
     return out
@@ -86,17 +87,18 @@ def _action_lines(rec: Candidate, lang: str) -> list[str]:
         line = t("act_buy", lang, item=item, price=nf.money(a.cost, money), total=total, months=months)
     elif a.option == "cloud":
         kind = chosen.provider.removeprefix("cloud ")
-        line = t("act_cloud", lang, item=a.item, kind=t(f"kind_{kind}", lang), providers=a.provider, cost=cost,
+        line = t("act_cloud", lang, item=tr(a.item, lang), kind=t(f"kind_{kind}", lang), providers=tr(a.provider, lang),
+                 cost=cost,
                  rate=nf.money(chosen.price_per_gpu_hour or 0.0, money, 2))
     else:
-        line = t("act_managed", lang, item=a.item, gpus=a.gpus, cost=cost)
+        line = t("act_managed", lang, item=tr(a.item, lang), gpus=a.gpus, cost=cost)
     other = runner_up(rec, chosen)
     if other is None:
         return [line]
     month = chosen.breakeven_months_vs.get(other.option)
     when = (t("act_dearer", lang) if month == 0.0 else "" if month is None
             else t("act_until", lang, month=nf.num(month, 1)))
-    what = t(f"way_{other.option}", lang, provider=other.provider.removeprefix("cloud "))
+    what = t(f"way_{other.option}", lang, provider=tr(other.provider.removeprefix("cloud "), lang))
     return [line, t("act_runner", lang, what=what, total=nf.money(other.total_cost, other.currency), months=months,
                     when=when)]
 

@@ -143,8 +143,9 @@ def _plan_routes(app: FastAPI, planner: Planner) -> None:
     @app.post("/api/summary", response_model=None, responses={200: {"model": PlanSummary}},
               summary="The plan's recommendation as labelled lines (the page's verdict box and scenario comparison)")
     def post_summary(project: ProjectBody, objective: Objective | None = None, top: TopQuery = api.PLAN_TOP,
-                     headroom: HeadroomQuery = None, as_of: AsOfQuery = None) -> Response:
-        return json_response(summarize(plan_result(project, objective, top, headroom, as_of)))
+                     headroom: HeadroomQuery = None, as_of: AsOfQuery = None,
+                     lang: Literal["en", "fr"] = "en") -> Response:
+        return json_response(summarize(plan_result(project, objective, top, headroom, as_of), lang))
 
     @app.post("/api/estimate", response_model=None, responses={200: {"model": EstimateResult}},
               summary="Memory, FLOPs and speed: what `gpuplan estimate --format json` prints")

@@ -7,8 +7,12 @@ from pydantic import BaseModel
 
 from gpuplan.core.layout_text import candidate_layout_text
 from gpuplan.report.common import price_text, time_text
+from gpuplan.report.i18n import t
+from gpuplan.report.numbers import numbers
+from gpuplan.report.translate import french_number, tr
+from gpuplan.report.verdict import time_in, verdict_lines
 from gpuplan.schema.plan import PlanResult
-from gpuplan.units import GIB, fmt_ram_gb
+from gpuplan.units import GIB
 
 
 class SummaryRow(BaseModel):
@@ -28,31 +32,44 @@ class PlanSummary(BaseModel):
     rows: list[SummaryRow]
 
 
-def summarize(result: PlanResult) -> PlanSummary:
+def summarize(result: PlanResult, lang: str = "en") -> PlanSummary:
+    """The summary in `lang` (report/i18n.py's fixed strings, the core's words through report/translate.py)."""
     rec = result.recommendation
     assert rec is not None  # api.plan raises InfeasibleError before a plan without one exists
     s = rec.server
     mem = rec.memory
+    nf = numbers(lang)
     renting = rec.action is not None and rec.action.verb == "rent"
+    money = french_number if lang == "fr" else str  # "12,345 EUR" -> "12 345 €"
     rows = [
-        ("gpu", "GPUs", f"{rec.gpus_per_server} x {rec.gpu_name}"
-                        + (f" in each of {rec.servers} servers" if rec.servers > 1 else "")),
-        ("server", "Server", f"{s.platform_name}: {s.cpu_sockets} x {s.cpu_model} ({s.cpu_cores} cores), "
-                             f"{fmt_ram_gb(s.ram_bytes)} RAM, {s.storage_bytes / 1e12:,.1f} TB NVMe"),
-        ("layout", "Layout", candidate_layout_text(rec.layout)),
-        ("memory", "Memory per GPU", f"{mem.device_bytes / GIB:,.1f} GiB now, {rec.grown_device_bytes / GIB:,.1f} GiB "
-                                     f"after the planned growth ({mem.dominant} dominate)"),
-        ("time", "Time", time_text(rec)),
-        ("price", "If you buy: hardware price" if renting else "Hardware price", price_text(rec)),
-        ("power", "Power and cooling", f"{s.power_w / 1000:,.1f} kW, {s.cooling_btu_h:,.0f} BTU/h ({s.cooling})"),
+        ("gpu", t("s_gpus", lang), f"{rec.gpus_per_server} x {rec.gpu_name}"
+                                   + (t("s_in_servers", lang, n=rec.servers) if rec.servers > 1 else "")),
+        ("server", t("tx_server", lang), t("s_server", lang, platform=s.platform_name, sockets=s.cpu_sockets,
+                                           cpu=s.cpu_model, cores=s.cpu_cores, ram=nf.num(s.ram_bytes / GIB),
+                                           tb=nf.num(s.storage_bytes / 1e12, 1))),
+        ("layout", t("col_layout", lang).capitalize(),
+         candidate_layout_text(rec.layout, replicas=t("word_replicas", lang), batch=t("word_batch", lang))),
+        ("memory", t("tx_memory", lang), t("s_memory", lang, now=nf.num(mem.device_bytes / GIB, 1),
+                                           grown=nf.num(rec.grown_device_bytes / GIB, 1),
+                                           dominant=tr(mem.dominant, lang))),
+        ("time", t("col_time", lang).capitalize(), time_text(rec) if lang == "en" else time_in(rec, lang)),
+        ("price", t("s_price_if_buy" if renting else "s_price", lang), money(price_text(rec))),
+        ("power", t("s_power", lang), t("s_power_value", lang, kw=nf.num(s.power_w / 1000, 1),
+                                        btu=nf.num(s.cooling_btu_h), cooling=tr(s.cooling, lang))),
     ]
     if rec.deployment is not None:
         d = rec.deployment
-        rows.append(("deployment", "Deployment", f"{d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency} "
-                                                 f"over the horizon, {d.monthly_cost:,.0f} {d.currency}/month"))
-    verdict = (rec.action.text if rec.action is not None else
-               f"{rec.servers} x {s.platform_name} with {rec.gpus_per_server} x {rec.gpu_name}") + \
-        f" (ranked by {result.objective})"
+        rows.append(("deployment", t("s_deployment", lang),
+                     t("s_deployment_value", lang, option=tr(d.option, lang), provider=tr(d.provider, lang),
+                       total=money(f"{d.total_cost:,.0f} {d.currency}"),
+                       monthly=money(f"{d.monthly_cost:,.0f} {d.currency}"))))
+    if rec.action is not None:
+        head = rec.action.text if lang == "en" else " ".join(verdict_lines(result, lang)[:-1])
+    else:
+        head = t("server_of", lang, servers=rec.servers, platform=s.platform_name, gpus=rec.gpus_per_server,
+                 gpu=rec.gpu_name)
+    verdict = head + t("s_ranked", lang, objective=result.objective if lang == "en"
+                       else t(f"objective_{result.objective}", lang))
     return PlanSummary(project=result.project, objective=result.objective, gpu_id=rec.gpu_id, gpu_name=rec.gpu_name,
                        gpus_per_server=rec.gpus_per_server, servers=rec.servers, verdict=verdict,
                        rows=[SummaryRow(key=k, label=label, value=v) for k, label, v in rows])

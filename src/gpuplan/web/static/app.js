@@ -202,7 +202,7 @@ async function runPlan() {
   try {
     const plan = await call("POST", "/api/plan", project);
     const [summary, report] = await Promise.all([
-      call("POST", "/api/summary", project),
+      call("POST", "/api/summary?" + query(), project),
       call("POST", "/api/report?" + query({ format: "html" }), project, "text"),
     ]);
     if (seq !== state.seq) return;  // a newer change is being planned
@@ -420,7 +420,7 @@ async function compare() {
   const chosen = $$("#scenario-list li").filter((li) => $("input", li).checked).map((li) => li.scenario);
   $("#compare-error").textContent = "";
   if (chosen.length < 2) { $("#compare-error").textContent = "Tick two or more saved scenarios to compare."; return; }
-  const results = await Promise.all(chosen.map((s) => call("POST", "/api/summary", s.project)
+  const results = await Promise.all(chosen.map((s) => call("POST", "/api/summary?" + query(), s.project)
     .then((summary) => ({ summary }), (error) => ({ error }))));
   const table = $("#comparison");
   const head = document.createElement("tr");
