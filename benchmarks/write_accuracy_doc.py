@@ -75,15 +75,17 @@ SPEED = """
 
 `benchmarks/speed_accuracy.py` compares the speed model (`core/sizing/speed.py`, [speed.md](speed.md)) with published
 training runs: the `time` section of `../shared/validation/measurements.yaml` (LLaMA-1/2 GPU-hours from Meta's
-papers and model cards, the HF BERT-large V100 sweep) and the 67 runs of `benchmarks/speed_cases.yaml`, each
+papers and model cards, the HF BERT-large V100 sweep) and the 102 runs of `benchmarks/speed_cases.yaml`, each
 with its source, the quote the numbers come from and what the source leaves unstated. They were chosen to
 span what users plan: pre-training at scale (Llama 3 405B on 8k-16k H100s, Megatron-LM's GPT models on 1,024-3,072
 A100s, Nemotron-4, OPT, BLOOM, MPT, StarCoder, TinyLlama), throughput tables (LLM Foundry, torchtitan,
-Megatron-Bridge, with FP8 on 64-1,024 H100s, 128 B200s and 64-256 GB200s), and fine-tuning -- full, LoRA, QLoRA,
+Megatron-Bridge's 25.09, 25.11 and 26.02 tables, with FP8 and MXFP8 on 8-1,024 H100s, 8-256 B200s, GB200s and
+GB300s, and its MoE rows: DeepSeek-V3, Qwen3 30B-A3B and 235B-A22B, gpt-oss-120b with expert parallelism;
+DeepSeek-V3's own pre-training on 2,048 H800s), and fine-tuning -- full, LoRA, QLoRA,
 small batches, fp32/TF32 vs mixed precision, long context, and the training-stack features one at a time
 (torchtune's flag table: packing, torch.compile, chunked cross-entropy, recomputation, optimizer in backward,
 activation offloading, 8-bit AdamW; torchtune on RTX 4090 and RTX A6000, NeMo, NeMo AutoModel, Qwen, NVIDIA
-DeepLearningExamples BERT) -- on V100, A100 40/80 GB, A6000, RTX 4090, H100, B200 and GB200. Epoch AI's
+DeepLearningExamples BERT) -- on V100, A100 40/80 GB, A6000, RTX 4090, H100, B200, GB200 and GB300. Epoch AI's
 training-run data (`../shared/reference/epoch_training_runs.csv`) served as the index of large runs: we kept
 those whose paper states the hardware count, the tokens and the GPU-hours or throughput, and took the figures
 from the papers, because Epoch's dataset column counts words and many of its times are its own estimates
@@ -109,7 +111,9 @@ GPU's dense peak for the precision.
 Runs marked † are shown but not calibrated on: context parallelism (128k-256k tokens; Megatron-Bridge's 405B
 rows with CP 2) is not modelled, the torchtitan H100s are the 96 GB / 500 W variant, torchtune's unpacked
 baseline counts real tokens of padded batches, the torchtune LoRA rows on RTX 4090 and A6000 imply an
-implausible 56-91% MFU, and torchtune's 70B full fine-tune with CPU offload checks the offload timing.
+implausible 56-91% MFU, torchtune's 70B full fine-tune with CPU offload checks the offload timing, and
+MoE runs with expert parallelism (issue #30) are checks until the speed model times the all-to-all and the
+grouped expert GEMMs (the case loader has no `ep`); DeepSeek-V3's H800 run also maps the H800 to the H100 row.
 
 """
 
