@@ -83,6 +83,31 @@ def by_source(rows: list[Row]) -> list[tuple[str, str, int, str, str]]:
     return out
 
 
+#: the classes of runs issue #30 asks the calibration to cover, each a test on a case
+CLASSES: list[tuple[str, object]] = [
+    ("single consumer / workstation GPU", lambda c: c.gpus == 1 and c.gpu.id.startswith("rtx-")),
+    ("pre-training on 1k-16k GPUs", lambda c: c.group == "pretrain" and c.gpus >= 1000),
+    ("FP8 across nodes (> 8 GPUs)", lambda c: c.workload.precision == "fp8-mixed" and c.gpus > 8),
+    ("MoE (expert parallel)", lambda c: c.arch.moe is not None),
+    ("Blackwell (B200, GB200, GB300)", lambda c: c.gpu.generation == "blackwell"),
+]
+
+
+def by_class(rows: list[Row]) -> list[tuple[str, int, str, str, int, str]]:
+    """(class, calibration runs, in-sample median / p90, leave-one-source-out median / p90, checks, checks' median
+    / p90) for each class of CLASSES: a class with no calibration run is covered by checks only."""
+    out = []
+    for name, pick in CLASSES:
+        sel = [r for r in rows if pick(r[0])]  # type: ignore[operator]
+        cal = [r for r in sel if r[0].calibration]
+        chk = [r for r in sel if not r[0].calibration]
+        ours = [abs(rel(p, c.value)) for c, p, *_ in cal]
+        loso = [abs(rel(sp, c.value)) for c, *_, sp in cal if sp is not None]
+        checks = [abs(rel(p, c.value)) for c, p, *_ in chk]
+        out.append((name, len(cal), _medp90(ours), _medp90(loso), len(chk), _medp90(checks)))
+    return out
+
+
 def explain(c: Case, sm) -> None:  # type: ignore[no-untyped-def]
     from speed_cases import _trainable
 
@@ -210,6 +235,12 @@ def main() -> None:
             print("|---|---|---|---|---|")
             for s in by_source(rows):
                 print("| " + " | ".join(map(str, s)) + " |")
+            print("\nBy class (the classes of issue #30; checks are runs not calibrated on, † above):\n")
+            print("| class | calibration runs | in-sample median / p90 | leave-one-source-out median / p90 | checks | "
+                  "checks median / p90 |")
+            print("|---|---|---|---|---|---|")
+            for k in by_class(rows):
+                print("| " + " | ".join(map(str, k)) + " |")
     else:
         widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
         print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
@@ -224,6 +255,9 @@ def main() -> None:
             print()
             for src, grp, n, o, so in by_source(rows):
                 print(f"  {src:24} {grp:18} {n:>3}  in-sample {o:>7}  LOSO {so}")
+        print()
+        for name, n, o, so, nc, ck in by_class(rows):
+            print(f"  {name:34} {n:>3} runs  in-sample {o:>15}  LOSO {so:>15}  {nc:>3} checks {ck}")
     ratios = relative_checks(sm)
     if a.markdown:
         print("\nRatios where a run's unknowns cancel (gpuplan's LitGPT range: 512- to 256-token samples, the "

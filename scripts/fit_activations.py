@@ -37,7 +37,8 @@ from transformers import (
 from gpuplan.trace.cuda_emulation import cuda_emulation  # CUDA's autocast lists, fused dropout, SDPA kernels
 
 transformers.logging.set_verbosity_error()
-BASIS = ["h", "q", "kv", "i", "H", "Hs", "s", "qg", "r", "iek", "E", "is", "Er", "Eie", "Eh", "1"]
+BASIS = ["h", "q", "kv", "i", "H", "Hs", "s", "qg", "r", "iek", "E", "is", "Er", "Eie", "Eh", "ql", "kl", "v", "hk",
+         "1"]
 
 
 def build_config(model_type: str, d: dict) -> dict:
@@ -62,6 +63,13 @@ def build_config(model_type: str, d: dict) -> dict:
         return dict(common, hidden_size=h, intermediate_size=d["ie"], intermediate_size_mlp=i,
                     num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, num_local_experts=d["E"],
                     num_experts_per_tok=d["k"], interleave_moe_layer_step=1, attention_dropout=0.0)
+    if model_type == "deepseek_v3":  # MLA; every layer MoE (routed experts and a shared one), one routing group
+        return dict(common, hidden_size=h, intermediate_size=i, moe_intermediate_size=d["ie"],
+                    num_attention_heads=heads, num_key_value_heads=heads, n_routed_experts=d["E"],
+                    num_experts_per_tok=d["k"], n_shared_experts=d["is"] // d["ie"], first_k_dense_replace=0,
+                    n_group=1, topk_group=1, q_lora_rank=d["ql"], kv_lora_rank=d["kl"] - d["rope"],
+                    qk_nope_head_dim=d["hd"] - d["rope"], qk_rope_head_dim=d["rope"], v_head_dim=d["vd"],
+                    attention_dropout=0.0)
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):
         c = dict(common, hidden_size=h, intermediate_size=i, num_attention_heads=heads, num_key_value_heads=kv,
                  head_dim=hd, num_experts_per_tok=d["k"], **nodrop)
@@ -187,7 +195,8 @@ def attention_targets(cfg: dict) -> list[str]:
 def features(d: dict, s: int) -> list[float]:
     return [d["h"], d["heads"] * d["hd"], d["kv_heads"] * d["hd"], d["i"], d["heads"], d["heads"] * s, s,
             d["heads"] * d["hd"] if d["kv_heads"] < d["heads"] else 0, d["r"], d["ie"] * d["k"], d["E"], d["is"],
-            d["E"] * d["r"], d["E"] * d["ie"], d["E"] * d["h"], 1.0]
+            d["E"] * d["r"], d["E"] * d["ie"], d["E"] * d["h"], d["ql"], d["kl"], d["heads"] * d["vd"],
+            d["h"] * d["k"] if d["ql"] else 0, 1.0]
 
 
 def random_dims(rng: random.Random, model_type: str) -> dict:
@@ -198,19 +207,31 @@ def random_dims(rng: random.Random, model_type: str) -> dict:
     if model_type == "falcon":
         kv = 1
     hd = rng.choice([16, 32])
-    h = (heads * hd if model_type not in ("llama", "llama4_text", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                                           "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5")
+    h = (heads * hd if model_type not in ("deepseek_v3", "llama", "llama4_text", "mistral", "qwen2", "qwen3", "gemma",
+                                           "gemma2", "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe", "t5", "mt5")
          else heads * rng.choice([20, 28, 36]))
     i = 4 * h if model_type in ("bloom", "mpt") else rng.choice([200, 264, 320])
     return dict(h=h, heads=heads, kv_heads=kv, hd=hd, i=i, V=rng.choice([500, 700]), E=rng.choice([4, 6]),
                 k=2, ie=rng.choice([48, 80]), r=rng.choice([4, 8, 16]), **{"is": rng.choice([64, 96])},
-                img=rng.choice([32, 48]))
+                img=rng.choice([32, 48]), ql=0, kl=0, vd=0, rope=0)
+
+
+def mla_dims(rng: random.Random, d: dict) -> None:
+    """DeepSeek-V3's latent widths, varied apart: query rank, KV latent (rank + RoPE key), value head width;
+    the shared expert one or two routed experts wide. Head widths are multiples of 8, as DeepSeek-V3's (nope 128,
+    rope 64, v 128): the values (a slice after the nope keys) stay aligned for CUDA's efficient SDPA kernel, which
+    takes a value width other than the query's (flash does not)."""
+    d["rope"], d["hd"] = 8, rng.choice([24, 32, 40])
+    d.update(ql=rng.choice([24, 40, 56]), kl=rng.choice([16, 32, 48]) + d["rope"], vd=rng.choice([8, 16, 24]),
+             k=rng.choice([1, 2]))
+    d["is"] = d["ie"] * rng.choice([1, 2])
+    d["kv_heads"] = d["heads"]
 
 
 def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: int = 0) -> dict:
     rng = random.Random(seed)
     rows, ys, nonlayer = [], [], []
-    moe = model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
+    moe = model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "deepseek_v3")
     if moe:  # more widths vary (experts, expert width, shared width): enough samples for every term
         n = max(n, 32)
     for _ in range(n):
@@ -219,6 +240,8 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: 
             d.update(E=0, k=0, ie=0, **{"is": 0})
         elif model_type == "llama4_text":  # the shared expert is as wide as a routed one; vary top-k to tell them apart
             d["is"], d["k"] = d["ie"], rng.choice([1, 2])
+        elif model_type == "deepseek_v3":
+            mla_dims(rng, d)
         elif model_type != "qwen2_moe":
             d["is"] = 0
         # eager attention's seq x seq terms must be pinned down for long sequences: measure at longer ones
@@ -238,10 +261,12 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: 
         nonlayer.append((one - (two - one), tokens, d))
     x, y = np.array(rows, dtype=float), np.array(ys)
     used = [j for j in range(len(BASIS)) if x[:, j].any()]
-    if model_type in ("mixtral", "qwen3_moe", "llama4_text"):  # every layer is MoE: the dense width plays no part
+    if model_type in ("mixtral", "qwen3_moe", "llama4_text", "deepseek_v3"):  # every layer MoE: no dense width
         used = [j for j in used if BASIS[j] != "i"]
     if model_type != "llama4_text":  # only transformers' Llama 4 runs every expert on every token (hidden x experts)
         used = [j for j in used if BASIS[j] != "Eh"]
+    if model_type == "deepseek_v3" and not regime.startswith("lora"):  # experts x expert width is PEFT's per-expert
+        used = [j for j in used if BASIS[j] != "Eie"]  # adapters: with 4-6 experts it fits noise, x256 at scale
     if attn == "sdpa" and model_type not in MASKED_SDPA:  # flash/efficient kernels keep no seq x seq tensor:
         used = [j for j in used if BASIS[j] not in ("Hs", "s", "qg")]  # such terms would only fit noise
     coef, *_ = np.linalg.lstsq(x[:, used], y, rcond=None)
@@ -253,7 +278,8 @@ def fit(model_type: str, regime: str, ckpt: bool, attn: str, n: int = 11, seed: 
     return {"coef": full, "max_rel_error": round(err, 4)}
 
 
-FAMILIES = ["llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+FAMILIES = ["deepseek_v3",
+            "llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
             "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "falcon", "bloom", "mpt", "stablelm", "bert", "roberta",
             "t5", "mt5", "vit"]
 REGIMES = ["fp32", "amp", "bf16", "lora-amp", "lora-bf16", "lora-fp32", "lora-amp-attn", "lora-bf16-attn",
@@ -307,7 +333,9 @@ def write_toml(done: dict[str, dict], path: Path) -> None:
         "# runs of tiny models, fitted over random shapes). Do not edit by hand: rerun the script.",
         "# Coefficients multiply the layer's widths: h hidden, q query width, kv key/value width, i MLP width,",
         "# H heads, Hs heads x sequence, s sequence, qg query width when GQA repeats K/V (eager), r LoRA rank,",
-        "# iek routed-expert width x experts per token, E experts, is shared-expert width; '1' is a constant.",
+        "# iek routed-expert width x experts per token, E experts, is shared-expert width; MLA: ql query rank,",
+        "# kl KV latent (kv_lora_rank + qk_rope_head_dim), v heads x v_head_dim, hk hidden x experts per token",
+        "# (each routed token's gathered input; measured for deepseek_v3 only); '1' is a constant.",
         "schema_version = 1",
         f'source = "scripts/fit_activations.py, transformers {transformers.__version__}, '
         f'torch {torch.__version__.split("+")[0]}"',

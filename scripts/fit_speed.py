@@ -240,8 +240,12 @@ def spread(cases: list[Case], sm: SpeedModel) -> tuple[float, float]:
     return q(0.1), q(0.9)
 
 
+def _source(sm: SpeedModel, pid: str) -> str:
+    return str(sm.sources.get(pid, ""))
+
+
 def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: float, hi: float,
-           qlora_src: str) -> None:
+           qlora_src: str, ranges_only: bool = False) -> None:
     text = DATA.read_text()
     today = datetime.date.today().isoformat()
     src = f"calibrated by scripts/fit_speed.py on {n} published runs (benchmarks/speed_cases.py), {today}"
@@ -254,14 +258,18 @@ def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: fl
         assert k == 1, pid
         return new
 
+    kept = " (constants of the last fit kept: scripts/fit_speed.py --range-only)" if ranges_only else ""
+    text = set_param(text, "range_low", lo,
+                     f"10th percentile of measured/predicted speed on the {n} calibration runs, {today}{kept}")
+    text = set_param(text, "range_high", hi,
+                     f"90th percentile of measured/predicted speed on the {n} calibration runs, {today}{kept}")
+    if ranges_only:
+        DATA.write_text(text)
+        return
     for name in names:
         if "." not in name:
             text = set_param(text, name, _get(sm, "param", None, name), src)
     text = set_param(text, "qlora_dequant_bytes_per_param", sm.params.qlora_dequant_bytes_per_param, qlora_src)
-    text = set_param(text, "range_low", lo,
-                     f"10th percentile of measured/predicted speed on the {n} calibration runs, {today}")
-    text = set_param(text, "range_high", hi,
-                     f"90th percentile of measured/predicted speed on the {n} calibration runs, {today}")
     for gen, g in sm.generations.items():
         fitted = [n_.split(".")[1] for n_ in names if n_.startswith(gen + ".")]
         basis = "calibrated" if fitted else "prior"
@@ -282,9 +290,18 @@ def _write(sm: SpeedModel, names: list[str], why: dict[str, str], n: int, lo: fl
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--range-only", action="store_true",
+                    help="keep the fitted constants; set range_low/high to their spread on the calibration runs")
     a = ap.parse_args()
     cases = [c for c in load_cases() if c.calibration]
     sm0 = load_speed_model()
+    if a.range_only:
+        lo, hi = spread(cases, sm0)
+        print(f"{len(cases)} calibration runs, constants kept: range {lo:.4g}-{hi:.4g}")
+        if not a.dry_run:
+            _write(sm0, [], {}, len(cases), lo, hi, _source(sm0, "qlora_dequant_bytes_per_param"), ranges_only=True)
+            print(f"wrote {DATA.relative_to(ROOT)}")
+        return
     sm, names = fit(cases, sm0)
     sm, qlora_src = fit_qlora(sm)
     sm, names = fit(cases, sm, quiet=True)

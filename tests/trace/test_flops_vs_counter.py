@@ -60,7 +60,7 @@ def _ours(model_type: str, cfg: dict):
 
 #: gpuplan counts the routed experts only (model FLOPs); transformers' Llama 4 also runs every unrouted expert on
 #: every token at weight zero, so the counter sees more (hardware) FLOPs there
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "deepseek_v3", "gpt_oss")
 FAMILIES = sorted(t for t in TINY if t not in MOE)
 
 
@@ -112,7 +112,7 @@ def test_llama4_runs_every_expert_on_every_token() -> None:
     assert ours - m.experts_per_token * per_expert + m.num_experts * per_expert == pytest.approx(measured, rel=0.02)
 
 
-@pytest.mark.parametrize("model_type", MOE[:3])
+@pytest.mark.parametrize("model_type", [t for t in MOE if t != "llama4_text"])
 def test_moe_dense_part_equals_counter_and_experts_count_per_routed_token(model_type: str) -> None:
     """transformers runs routed experts through grouped matmuls FlopCounterMode does not see: the counter
     gives the dense part, and the rest must be exactly the routed experts of each token."""
@@ -122,6 +122,8 @@ def test_moe_dense_part_equals_counter_and_experts_count_per_routed_token(model_
     arch = arch_from_hf_config({"model_type": model_type, **cfg})
     m = arch.moe
     routed = 2 * SEQ * m.moe_layers * m.experts_per_token * 3 * arch.hidden_size * m.expert_intermediate_size
+    # DeepSeek-V3: the MLA projections (q_a/q_b, kv_a/kv_b, o) and its scores over qk_nope + qk_rope, weighted sum over
+    # v_head_dim are in the dense part the counter sees (issue #30)
     assert _ours(model_type, cfg).forward - routed == pytest.approx(measured, rel=0.02)
 
 

@@ -11,13 +11,20 @@ peft = pytest.importorskip("peft")
 
 from gpuplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, arch_from_hf_config  # noqa: E402
 from gpuplan.core.sizing.lora import lora_params  # noqa: E402
-from gpuplan.core.sizing.params import count_params  # noqa: E402
+from gpuplan.core.sizing.params import count_params, mtp_params  # noqa: E402
 from tests.conftest import hf_config  # noqa: E402
 
 pytestmark = pytest.mark.trace
 transformers.logging.set_verbosity_error()
 
 TINY = {
+    "deepseek_v3": dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+                        num_attention_heads=4, num_key_value_heads=4, vocab_size=128, n_routed_experts=4,
+                        num_experts_per_tok=2, n_shared_experts=2, first_k_dense_replace=1, q_lora_rank=24,
+                        kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=12, n_group=1,
+                        topk_group=1),
+    "gpt_oss": dict(hidden_size=64, intermediate_size=48, num_hidden_layers=4, num_attention_heads=4,
+                    num_key_value_heads=2, head_dim=16, vocab_size=128, num_local_experts=4, num_experts_per_tok=2),
     "llama": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, vocab_size=128, attention_bias=True),
     "llama4_text": dict(hidden_size=64, intermediate_size=32, intermediate_size_mlp=96, num_hidden_layers=4,
@@ -77,6 +84,16 @@ EXTRA = {
                                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                                  head_dim=16, vocab_size=128, num_local_experts=4,
                                                  num_experts_per_tok=2, attention_bias=True)),
+    "deepseek_v3-no-q-lora-bias": ("deepseek_v3", dict(
+        hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, vocab_size=128, n_routed_experts=4, num_experts_per_tok=2, first_k_dense_replace=0,
+        q_lora_rank=None, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=12, n_group=1,
+        topk_group=1, attention_bias=True)),
+    "gpt_oss-layer-types": ("gpt_oss", dict(hidden_size=64, intermediate_size=48, num_hidden_layers=3,
+                                            num_attention_heads=4, num_key_value_heads=1, head_dim=8, vocab_size=128,
+                                            num_local_experts=4, num_experts_per_tok=1, attention_bias=False,
+                                            tie_word_embeddings=True,
+                                            layer_types=["full_attention", "sliding_attention", "full_attention"])),
     "gemma2-pattern": ("gemma2", dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4,
                                       num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=128,
                                       tie_word_embeddings=False)),
@@ -128,8 +145,31 @@ def test_lora_named_targets_equal_peft(model_type: str, targets: list[str]) -> N
 
 
 @pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x22b", "qwen3-235b-a22b", "gemma-2-9b", "phi-2",
-                                  "falcon-7b", "bert-large-uncased", "mpt-7b"])
+                                  "falcon-7b", "bert-large-uncased", "mpt-7b", "deepseek-v3"])
 def test_real_configs_equal_transformers(name: str) -> None:
     cfg = hf_config(name)
     model = build(cfg["model_type"], {k: v for k, v in cfg.items() if k != "model_type"})
     assert count_params(arch_from_hf_config(cfg)).total == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("case", ["deepseek_v3", "deepseek_v3-no-q-lora-bias"])
+def test_mtp_modules_equal_transformers(case: str) -> None:
+    """DeepSeek-V3's multi-token prediction modules, as transformers' MtpModel builds them beside the causal LM
+    (speculative decoding): their own parameters, the embedding and head being the main model's."""
+    from transformers.modeling_layers import MtpModel
+
+    model_type, cfg = CASES[case]
+    with torch.device("meta"):
+        mtp = MtpModel(build(model_type, cfg), 2)
+    arch = arch_from_hf_config({"model_type": model_type, **cfg, "num_nextn_predict_layers": 2})
+    assert mtp_params(arch) == sum(p.numel() for p in mtp.layers.parameters())
+
+
+def test_deepseek_v3_published_counts() -> None:
+    """DeepSeek-V3's README_WEIGHTS.md (deepseek-ai/DeepSeek-V3, 2024-12-26): 671B main-model parameters, 36.6B
+    activated (the output head included, the input embedding a lookup), MTP 11.5B unique parameters."""
+    arch = arch_from_hf_config(hf_config("deepseek-v3"))
+    p = count_params(arch)
+    assert p.total == 671_026_404_352
+    assert abs((p.active - p.embedding) / 36.6e9 - 1) < 0.005
+    assert abs(mtp_params(arch) / 11.5e9 - 1) < 0.02

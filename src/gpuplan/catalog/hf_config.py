@@ -19,7 +19,7 @@ from gpuplan.catalog.config_reader import dropout as _dropout
 from gpuplan.catalog.config_reader import head_from_architectures
 from gpuplan.catalog.hf_config_gpt import _read_bloom, _read_falcon, _read_gpt2, _read_mpt
 from gpuplan.errors import InputError, UnsupportedModelError, clip
-from gpuplan.schema.model import ModelArch, MoE, ResNetStages
+from gpuplan.schema.model import MLA, ModelArch, MoE, ResNetStages
 
 
 def _sliding(r: _Reader, n_layers: int, default_window: int | None) -> tuple[int | None, int]:
@@ -154,6 +154,69 @@ def _read_llama4_text(r: _Reader) -> dict[str, Any]:
     return _llama_like(r, "llama4_text", intermediate_size=r.int("intermediate_size_mlp", default=16384), moe=moe,
                        qkv_bias=bias, o_bias=bias, sliding_window=r.int("attention_chunk_size", positive=True)
                        if chunked else None, sliding_window_layers=chunked)
+
+
+def _read_deepseek_v3(r: _Reader) -> dict[str, Any]:
+    """DeepSeek-V3 (transformers DeepseekV3ForCausalLM): multi-head latent attention (q_lora_rank, which a null
+    turns into a plain q_proj; kv_lora_rank; qk_nope/qk_rope/v head widths), the first `first_k_dense_replace`
+    layers a dense MLP of `intermediate_size`, the others MoE: `n_routed_experts` of `moe_intermediate_size`, top
+    `num_experts_per_tok`, a shared expert `n_shared_experts` times as wide, a router without bias (its score
+    correction is a buffer). transformers ignores `moe_layer_freq`. `num_nextn_predict_layers` MTP modules are
+    kept apart (ModelArch.mtp_layers). Defaults: DeepseekV3Config's (transformers 5.24)."""
+    n = r.int("num_hidden_layers", default=61)
+    heads = r.int("num_attention_heads", default=128, positive=True)
+    q_rank = 0 if "q_lora_rank" in r.config and r.config["q_lora_rank"] is None else r.int("q_lora_rank",
+                                                                                            default=1536)
+    mla = MLA(q_lora_rank=q_rank, kv_lora_rank=r.int("kv_lora_rank", default=512, positive=True),
+              qk_nope_head_dim=r.int("qk_nope_head_dim", default=128),
+              qk_rope_head_dim=r.int("qk_rope_head_dim", default=64, positive=True),
+              v_head_dim=r.int("v_head_dim", default=128, positive=True))
+    dense = min(r.int("first_k_dense_replace", default=3), n)
+    expert = r.int("moe_intermediate_size", default=2048, positive=True)
+    moe = MoE(num_experts=r.int("n_routed_experts", "num_local_experts", default=256, positive=True),
+              experts_per_token=r.int("num_experts_per_tok", default=8, positive=True),
+              expert_intermediate_size=expert, shared_intermediate_size=expert * r.int("n_shared_experts", default=1),
+              moe_layers=n - dense) if n > dense else None
+    bias = bool(r.get("attention_bias", default=False))
+    return dict(
+        model_type="deepseek_v3", kind="decoder", hidden_size=r.int("hidden_size", default=7168), num_layers=n,
+        num_heads=heads, num_kv_heads=heads, head_dim=mla.qk_head_dim,
+        intermediate_size=r.int("intermediate_size", default=18432), vocab_size=r.int("vocab_size", default=129280),
+        max_position_embeddings=r.int("max_position_embeddings", default=4096),
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=False)),
+        activation=str(r.get("hidden_act", default="silu")), attention_dropout=_dropout(r, "attention_dropout"),
+        torch_dtype=r.get("torch_dtype", "dtype"), mla=mla, moe=moe, o_bias=bias,
+        mtp_layers=r.int("num_nextn_predict_layers", "num_mtp_layers", default=1),
+    )
+
+
+def _read_gpt_oss(r: _Reader) -> dict[str, Any]:
+    """gpt-oss (transformers GptOssForCausalLM): every layer MoE (`num_local_experts` of `intermediate_size`, top
+    `num_experts_per_tok`) with biases on the router and on every expert's gate_up and down projections; q/k/v/o
+    with biases (`attention_bias`); one learned sink logit per head; sliding-window attention on the layers
+    `layer_types` names (default: every other layer from the first, window 128)."""
+    n = r.int("num_hidden_layers", default=36)
+    moe = MoE(num_experts=r.int("num_local_experts", default=128, positive=True),
+              experts_per_token=r.int("num_experts_per_tok", default=4, positive=True),
+              expert_intermediate_size=r.int("intermediate_size", default=2880, positive=True), moe_layers=n,
+              router_bias=True, expert_bias=True)
+    layer_types = r.get("layer_types")
+    window, n_sw = _sliding(r, n, 128)
+    if window and not isinstance(layer_types, list):
+        n_sw = sum(1 for i in range(n) if (i + 1) % 2)
+    bias = bool(r.get("attention_bias", default=True))
+    heads = r.int("num_attention_heads", default=64, positive=True)
+    return dict(
+        model_type="gpt_oss", kind="decoder", hidden_size=r.int("hidden_size", default=2880), num_layers=n,
+        num_heads=heads, num_kv_heads=r.int("num_key_value_heads", default=8, positive=True),
+        head_dim=r.int("head_dim", default=64, positive=True),
+        intermediate_size=r.int("intermediate_size", default=2880), vocab_size=r.int("vocab_size", default=201088),
+        max_position_embeddings=r.int("max_position_embeddings", default=131072),
+        tie_word_embeddings=bool(r.get("tie_word_embeddings", default=False)),
+        activation=str(r.get("hidden_act", default="silu")), attention_dropout=_dropout(r, "attention_dropout"),
+        torch_dtype=r.get("torch_dtype", "dtype"), moe=moe, qkv_bias=bias, o_bias=bias, attention_sinks=True,
+        sliding_window=window, sliding_window_layers=n_sw,
+    )
 
 
 def _read_gemma(r: _Reader) -> dict[str, Any]:
@@ -302,6 +365,7 @@ def _read_resnet(r: _Reader) -> dict[str, Any]:
 
 
 READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
+    "deepseek_v3": _read_deepseek_v3, "gpt_oss": _read_gpt_oss,
     "llama": _read_llama, "llama4_text": _read_llama4_text, "mistral": _read_mistral, "mixtral": _read_mixtral,
     "qwen2": _read_qwen2,
     "qwen2_moe": _read_qwen2_moe, "qwen3": _read_qwen3, "qwen3_moe": _read_qwen3_moe, "gemma": _read_gemma,

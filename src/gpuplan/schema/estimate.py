@@ -23,7 +23,7 @@ class ActivationCoefficients(_Frozen):
     s sequence (eager masks), qg query width when K/V are repeated for GQA (eager), r LoRA rank,
     iek routed expert width x experts per token, E experts, is shared-expert width, Er experts x LoRA rank,
     Eie experts x expert width (PEFT's per-expert adapters), Eh experts x hidden (transformers' Llama 4 runs every
-    expert on every token, the unrouted ones at weight zero), and a constant."""
+    expert on every token, the unrouted ones at weight zero), MLA's latent widths (ql, kl, v), and a constant."""
 
     h: float = 0.0
     q: float = 0.0
@@ -40,6 +40,13 @@ class ActivationCoefficients(_Frozen):
     Er: float = 0.0
     Eie: float = 0.0
     Eh: float = 0.0
+    #: multi-head latent attention (DeepSeek-V3): query rank, KV latent (kv_lora_rank + qk_rope_head_dim), and
+    #: heads x v_head_dim (q and kv are then heads x (qk_nope + qk_rope))
+    ql: float = 0.0
+    kl: float = 0.0
+    v: float = 0.0
+    #: hidden x experts per token: the input each routed expert gathers (fitted for deepseek_v3, whose top-k varies)
+    hk: float = 0.0
     const: float = Field(0.0, alias="1")
     max_rel_error: float = 0.0
 

@@ -39,6 +39,30 @@ class MoE(_Frozen):
     shared_expert_gate: bool = False
     #: how many of the layers are MoE (the others use the dense MLP of `intermediate_size`)
     moe_layers: PositiveInt = Field(le=MAX_LAYERS)
+    #: gpt-oss: the router has a bias (experts), and every expert's gate_up and down projections have biases
+    router_bias: bool = False
+    expert_bias: bool = False
+
+
+class MLA(_Frozen):
+    """Multi-head latent attention (DeepSeek-V2/V3): queries through a low-rank `q_lora_rank` bottleneck (0: a plain
+    q_proj), keys and values from one compressed latent of `kv_lora_rank` plus a shared RoPE key of
+    `qk_rope_head_dim`, expanded per head to `qk_nope_head_dim` (+ the RoPE part) keys and `v_head_dim` values."""
+
+    q_lora_rank: int = Field(0, ge=0, le=MAX_WIDTH)
+    kv_lora_rank: Width
+    qk_nope_head_dim: int = Field(ge=0, le=MAX_WIDTH)
+    qk_rope_head_dim: Width
+    v_head_dim: Width
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def latent(self) -> int:
+        """Values one token's compressed KV holds per layer: what an MLA kernel caches."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
 
 
 class ResNetStages(_Frozen):
@@ -86,6 +110,14 @@ class ModelArch(_Frozen):
     final_norm: bool = True
     lm_head_bias: bool = False
     moe: MoE | None = None
+    #: multi-head latent attention (DeepSeek-V3): head_dim is then the query/key head width (nope + rope) and
+    #: num_kv_heads the heads its keys and values expand to
+    mla: MLA | None = None
+    #: multi-token prediction modules the checkpoint carries beyond num_layers (DeepSeek-V3: 1); transformers'
+    #: causal LM does not build them (MtpModel does, for speculative decoding): see params.mtp_params
+    mtp_layers: int = Field(0, ge=0, le=MAX_LAYERS)
+    #: gpt-oss: one learned attention-sink logit per head and layer
+    attention_sinks: bool = False
     #: sliding-window attention: window tokens and how many layers use it (the others are global)
     sliding_window: int | None = Field(None, gt=0, le=MAX_POSITIONS)
     sliding_window_layers: int = Field(0, ge=0, le=MAX_LAYERS)
@@ -117,3 +149,14 @@ class ModelArch(_Frozen):
     @property
     def kv_dim(self) -> int:
         return self.num_kv_heads * self.head_dim
+
+    @property
+    def cache_kv_heads(self) -> int:
+        """KV heads a cache holds and tensor parallelism splits: MLA's latent is one head, whole on every GPU."""
+        return 1 if self.mla is not None else self.num_kv_heads
+
+    @property
+    def cache_values_per_token_layer(self) -> int:
+        """Values one token's KV cache holds per layer: K and V of every KV head; MLA's compressed latent and RoPE
+        key (kv_lora_rank + qk_rope_head_dim), as vLLM's MLA backend and transformers' DeepseekV3 cache it."""
+        return self.mla.latent if self.mla is not None else 2 * self.kv_dim

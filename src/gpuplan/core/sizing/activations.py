@@ -62,10 +62,13 @@ def per_token(c: ActivationCoefficients, arch: ModelArch, seq: int, rank: int, t
     split = (c.q * arch.q_dim + c.kv * arch.kv_dim + c.i * arch.intermediate_size + c.H * arch.num_heads
              + c.Hs * arch.num_heads * seq + c.s * seq
              + c.qg * (arch.q_dim if arch.num_kv_heads < arch.num_heads else 0))
+    if arch.mla is not None:
+        split += c.ql * arch.mla.q_lora_rank + c.kl * arch.mla.latent + c.v * arch.num_heads * arch.mla.v_head_dim
     if moe is not None:
         split += (c.iek * moe.expert_intermediate_size * moe.experts_per_token + c.E * moe.num_experts
                   + c.is_ * moe.shared_intermediate_size + c.Er * moe.num_experts * rank
-                  + c.Eie * moe.num_experts * moe.expert_intermediate_size + c.Eh * moe.num_experts * arch.hidden_size)
+                  + c.Eie * moe.num_experts * moe.expert_intermediate_size + c.Eh * moe.num_experts * arch.hidden_size
+                  + c.hk * arch.hidden_size * moe.experts_per_token)
     return max(c.h * arch.hidden_size + split / tp + c.r * rank + c.const, 2.0 * arch.hidden_size)
 
 

@@ -7,7 +7,9 @@ Conventions (one multiply-add = 2 FLOPs):
 - attention scores and the weighted sum: 4 x q_dim x (keys attended) per token and layer. A causal
   decoder attends on average to (s + 1) / 2 keys with SDPA/flash kernels, which skip the masked half;
   eager attention computes the full s x s matrix and masks it, so it does all of it. A sliding window
-  caps the keys at the window.
+  caps the keys at the window. Multi-head latent attention (DeepSeek-V3) as it trains and prefills (the latent
+  expanded by kv_b_proj, which is counted with the weights): scores over qk_nope + qk_rope per head, the weighted
+  sum over v_head_dim, i.e. 2 x heads x (qk_head_dim + v_head_dim) per key.
 - training = forward + backward; backward costs 2 x forward for layers with trainable weights (input and
   weight gradients) and 1 x forward for frozen ones (input gradients only: LoRA's base, QLoRA's NF4 base);
   attention has no weights and costs 2 x forward in backward. Gradient checkpointing re-runs each block's
@@ -58,6 +60,14 @@ def _attended(seq: int, causal: bool, eager: bool, window: int | None) -> float:
     return float(seq) if eager else (seq + 1) / 2
 
 
+def attention_flops_per_key(arch: ModelArch) -> int:
+    """Forward FLOPs of one query against one key in one layer: scores and weighted sum (4 x q_dim; MLA:
+    2 x heads x (qk_head_dim + v_head_dim))."""
+    if arch.mla is not None:
+        return 2 * arch.num_heads * (arch.mla.qk_head_dim + arch.mla.v_head_dim)
+    return 4 * arch.q_dim
+
+
 def _attention_per_token(arch: ModelArch, seq: int, eager: bool) -> float:
     """Attention FLOPs per token summed over the decoder/encoder layers (self-attention only)."""
     causal = arch.kind == "decoder"
@@ -68,7 +78,7 @@ def _attention_per_token(arch: ModelArch, seq: int, eager: bool) -> float:
         keys = n_sw * sw + (arch.num_layers - n_sw) * full
     else:
         keys = arch.num_layers * full
-    return 4.0 * arch.q_dim * keys
+    return float(attention_flops_per_key(arch)) * keys
 
 
 def _tied_head(arch: ModelArch) -> int:
@@ -157,4 +167,4 @@ def training_flops(fwd: Flops, *, frozen_base: bool, checkpointing: bool,
                          forward_per_token=fwd.forward / fwd.tokens)
 
 
-__all__ = ["Flops", "TrainingFlops", "forward_flops", "training_flops"]
+__all__ = ["Flops", "TrainingFlops", "attention_flops_per_key", "forward_flops", "training_flops"]

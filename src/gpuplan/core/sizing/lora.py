@@ -38,11 +38,21 @@ def block_linears(arch: ModelArch) -> list[Linear]:
     qn, kn, vn, on, gn, un, dn = _NAMES.get(family, _NAMES["default"])
     n = arch.num_layers
     out: list[Linear] = []
-    if arch.model_type in _FUSED_QKV:
+    if arch.mla is not None:  # DeepSeek-V3's latent attention
+        la, heads = arch.mla, arch.num_heads
+        if la.q_lora_rank:
+            out += [("q_a_proj", h, la.q_lora_rank, n), ("q_b_proj", la.q_lora_rank, heads * la.qk_head_dim, n)]
+        else:
+            out.append(("q_proj", h, heads * la.qk_head_dim, n))
+        out += [("kv_a_proj_with_mqa", h, la.latent, n),
+                ("kv_b_proj", la.kv_lora_rank, heads * (la.qk_nope_head_dim + la.v_head_dim), n),
+                ("o_proj", heads * la.v_head_dim, h, n)]
+    elif arch.model_type in _FUSED_QKV:
         out.append((_FUSED_QKV[arch.model_type], h, q + 2 * kv, n))
     else:
         out += [(qn, h, q, n), (kn, h, kv, n), (vn, h, kv, n)]
-    out.append((on, q, h, n))
+    if arch.mla is None:
+        out.append((on, q, h, n))
     if family == "t5":  # decoder: self-attention + cross-attention, both q/k/v/o
         d = arch.num_decoder_layers
         out += [(qn, h, q, 2 * d), (kn, h, kv, 2 * d), (vn, h, kv, 2 * d), (on, q, h, 2 * d)]
@@ -54,6 +64,9 @@ def block_linears(arch: ModelArch) -> list[Linear]:
         out.append(("wo", i, h, mlp_layers))
         return out
     dense_layers = n - (arch.moe.moe_layers if arch.moe else 0)
+    if arch.model_type == "gpt_oss":  # every layer MoE: a router (with bias) and fused experts, no plain MLP
+        out.append(("router", h, arch.moe.num_experts if arch.moe else 0, n))
+        return out
     if arch.model_type == "phi3":
         out.append(("gate_up_proj", h, 2 * i, dense_layers))
     elif arch.mlp_gated:
@@ -83,10 +96,18 @@ def _expert_adapters(arch: ModelArch, rank: int) -> int:
     """PEFT's adapters on fused 3-D expert weights: rank 2r per expert on the fused gate_up (r for each of
     gate and up), rank r on down."""
     m = arch.moe
-    if m is None or arch.model_type in ("qwen2_moe", "llama4_text"):  # llama4's experts are plain Parameters: PEFT's
-        return 0  # all-linear leaves them
+    if m is None or arch.model_type in ("qwen2_moe", "llama4_text", "gpt_oss"):  # llama4's and gpt-oss's experts
+        return 0  # are plain Parameters: PEFT's all-linear leaves them
     h, ie = arch.hidden_size, m.expert_intermediate_size
     return m.moe_layers * rank * m.num_experts * (2 * (h + 2 * ie) + (ie + h))
+
+
+#: linears PEFT 0.21's "all-linear" leaves on transformers 5 models it maps to attention modules plus expert
+#: parameters: DeepSeek-V3's dense MLPs and shared experts (its targets are q_a/q_b/kv_a/kv_b/o_proj and the
+#: parameters gate.weight, gate_up_proj, down_proj), gpt-oss's router and experts (q/k/v/o only). Measured with
+#: tests/trace/test_param_counts.py::test_lora_all_linear_equals_peft.
+_ALL_LINEAR_LEAVES = {"deepseek_v3": frozenset({"gate_proj", "up_proj", "down_proj"}),
+                      "gpt_oss": frozenset({"router"})}
 
 
 def lora_params(arch: ModelArch, rank: int, targets: list[str] | None = None) -> int:
@@ -99,8 +120,9 @@ def lora_params(arch: ModelArch, rank: int, targets: list[str] | None = None) ->
             wanted.add(_FUSED_QKV[arch.model_type])
     total = 0
     seen_fused = False
+    skip = _ALL_LINEAR_LEAVES.get(arch.model_type, frozenset()) if every else frozenset()
     for name, n_in, n_out, count in block_linears(arch):
-        if every or name in wanted:
+        if (every and name not in skip) or name in wanted:
             if name == _FUSED_QKV.get(arch.model_type) and arch.model_type == "gpt2":
                 if seen_fused:
                     continue
@@ -121,7 +143,8 @@ _QKV_NAMES = frozenset({"q_proj", "k_proj", "v_proj", "query", "key", "value"})
 #: every target name some supported model has: a name outside it is a typo whatever the model
 ALL_TARGET_NAMES = frozenset({n for names in _NAMES.values() for n in names if n} | set(_FUSED_QKV.values())
                              | {"all-linear", "experts", "gate", "gate_up_proj", "wi", "classifier", "out_proj",
-                                "shared_expert_gate"} | _QKV_NAMES)
+                                "shared_expert_gate", "router", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
+                                "kv_b_proj"} | _QKV_NAMES)
 
 
 def _unknown_target(loc: Sequence[str | int], name: str, known: Sequence[str], subject: str) -> InputError:

@@ -40,8 +40,26 @@ def _norm(arch: ModelArch, dim: int) -> int:
     return dim * (2 if arch.norm == "layernorm" and arch.norm_bias else 1)
 
 
+def _mla(arch: ModelArch) -> tuple[int, int, int]:
+    """(params, linear weights, largest weight) of one multi-head latent attention block (transformers'
+    DeepseekV3Attention): q_a_proj, q_a_layernorm and q_b_proj (or q_proj), kv_a_proj_with_mqa to the latent and
+    the RoPE key, kv_a_layernorm, kv_b_proj to every head's nope key and value, o_proj; `attention_bias` on
+    q_a_proj, kv_a_proj_with_mqa and o_proj."""
+    assert arch.mla is not None
+    m, h, n = arch.mla, arch.hidden_size, arch.num_heads
+    q_out = n * m.qk_head_dim
+    mats = [h * m.q_lora_rank, m.q_lora_rank * q_out] if m.q_lora_rank else [h * q_out]
+    mats += [h * m.latent, m.kv_lora_rank * n * (m.qk_nope_head_dim + m.v_head_dim), n * m.v_head_dim * h]
+    weights = sum(mats)
+    norms = m.q_lora_rank + m.kv_lora_rank
+    bias = ((m.q_lora_rank if m.q_lora_rank else 0) + m.latent + h) if arch.o_bias else 0
+    return weights + norms + bias, weights, max(mats)
+
+
 def _attention(arch: ModelArch) -> tuple[int, int, int]:
     """(params, linear weights, largest weight) of one self-attention block."""
+    if arch.mla is not None:
+        return _mla(arch)
     h, q, kv = arch.hidden_size, arch.q_dim, arch.kv_dim
     weights = h * q + 2 * h * kv + q * h
     params = weights + (q + 2 * kv if arch.qkv_bias else 0) + (h if arch.o_bias else 0)
@@ -52,6 +70,8 @@ def _attention(arch: ModelArch) -> tuple[int, int, int]:
             params += 4 * arch.head_dim
         else:  # RMSNorm(head_dim) for q and k
             params += 2 * arch.head_dim
+    if arch.attention_sinks:  # gpt-oss: one sink logit per head
+        params += arch.num_heads
     return params, weights, max(h * q, h * kv)
 
 
@@ -75,7 +95,9 @@ def _decoder_block_totals(arch: ModelArch) -> tuple[int, int, int, int]:
         return n * per, n * (attn_w + dense_w), largest, n * per
     moe = arch.moe
     expert, expert_w = _mlp(arch, moe.expert_intermediate_size)
-    router = arch.hidden_size * moe.num_experts
+    if moe.expert_bias:  # gpt-oss: gate_up_proj_bias and down_proj_bias
+        expert += 2 * moe.expert_intermediate_size + arch.hidden_size
+    router = arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
     shared, shared_w = _mlp(arch, moe.shared_intermediate_size) if moe.shared_intermediate_size else (0, 0)
     gate = arch.hidden_size if moe.shared_expert_gate else 0
     moe_block = moe.num_experts * expert + router + shared + gate
@@ -86,6 +108,32 @@ def _decoder_block_totals(arch: ModelArch) -> tuple[int, int, int, int]:
     weights = n * attn_w + moe.moe_layers * moe_w + n_dense * dense_w
     active = n * (attn + norms) + moe.moe_layers * moe_active + n_dense * dense
     return total, weights, largest, active
+
+
+def expert_weights(arch: ModelArch) -> int:
+    """Weight-matrix elements of the routed experts over all MoE layers (biases, routers and shared experts
+    aside): what an MXFP4 checkpoint such as gpt-oss's stores in 4 bits."""
+    if arch.moe is None:
+        return 0
+    return arch.moe.moe_layers * arch.moe.num_experts * _mlp(arch, arch.moe.expert_intermediate_size)[1]
+
+
+def mtp_params(arch: ModelArch) -> int:
+    """Parameters of the multi-token prediction modules the checkpoint adds (DeepSeek-V3's
+    num_nextn_predict_layers), as transformers' MtpModel builds them: per module the embedding's and the hidden
+    state's RMSNorms, eh_proj (2h -> h), one MoE decoder layer and its post norm; the embedding and the head are
+    the main model's (shared, not counted). Not part of count_params: AutoModelForCausalLM does not build them."""
+    if not arch.mtp_layers:
+        return 0
+    h = arch.hidden_size
+    attn, _, _ = _attention(arch)
+    norms = arch.norms_per_layer * _norm(arch, h)
+    if arch.moe is not None:
+        moe_only = arch.model_copy(update={"num_layers": 1, "moe": arch.moe.model_copy(update={"moe_layers": 1})})
+        layer = _decoder_block_totals(moe_only)[0]
+    else:
+        layer = attn + norms + _mlp(arch, arch.intermediate_size)[0]
+    return arch.mtp_layers * (3 * _norm(arch, h) + 2 * h * h + layer)
 
 
 def _decoder(arch: ModelArch) -> ParamCount:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
 from gpuplan.core.sizing.engines import GENERATE_MAX_SEQS
-from gpuplan.core.sizing.flops import forward_flops
+from gpuplan.core.sizing.flops import attention_flops_per_key, forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.precision import compute_precision, precision_notes
@@ -23,7 +23,7 @@ from gpuplan.core.sizing.rates import (
     peak_flops,
 )
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
-from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, request_tokens
+from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, quantized_weights, request_tokens
 from gpuplan.core.sizing.slo import objectives
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
@@ -39,7 +39,8 @@ def _weights_read(arch: ModelArch, p: ParamCount, dtype: str) -> tuple[float, fl
     """(bytes of weights a step reads, of which MoE expert weights), for the whole model."""
     wb = WEIGHT_BYTES[dtype]
     if wb < 2:  # quantized blocks; embeddings, head and norms stay in 16 bits
-        dense = p.block_linear_weights * wb + (p.total - p.block_linear_weights) * 2 - p.embedding * 2
+        quantized = quantized_weights(arch, p, dtype)
+        dense = quantized * wb + (p.total - quantized) * 2 - p.embedding * 2
     else:
         dense = (p.total - p.embedding) * wb
     if arch.tie_word_embeddings and arch.kind == "decoder":  # the tied head is read every step
@@ -93,10 +94,10 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
         prec=prec, weights_b=dense + experts,
         experts_b=experts, num_experts=arch.moe.num_experts if arch.moe else 0,
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
-        num_kv_heads=arch.num_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
+        num_kv_heads=arch.cache_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
         kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b, window=paged) / ctx,
         kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
-        flops=2 * (p.active - p.embedding), attn_flops=4 * arch.q_dim * arch.num_layers,
+        flops=2 * (p.active - p.embedding), attn_flops=attention_flops_per_key(arch) * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
         output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w),
         # prefix caching: the hit rate's share of the mean prompt is found in the cache and skips prefill

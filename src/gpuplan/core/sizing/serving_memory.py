@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gpuplan.core.sizing.activations import Resolved, resolve
 from gpuplan.core.sizing.levels import _finish
-from gpuplan.core.sizing.params import ParamCount
+from gpuplan.core.sizing.params import ParamCount, expert_weights
 from gpuplan.schema.estimate import MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -30,6 +30,17 @@ WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, 
                 "nvfp4": NVFP4_BYTES_PER_PARAM, "mxfp4": MXFP4_BYTES_PER_PARAM}
 #: the weight dtypes whose matmuls run on FP4 tensor cores where the GPU has them (Blackwell), else weight-only
 FP4_WEIGHTS = ("nvfp4", "mxfp4")
+
+
+def quantized_weights(arch: ModelArch, p: ParamCount, dtype: str) -> int:
+    """Parameters a checkpoint of `dtype` (< 16 bits) stores quantized: every linear weight of the blocks; for MXFP4
+    on a mixture of experts the routed experts' weights only, as gpt-oss ships them (config.json's
+    quantization_config keeps self_attn, the router, the embedding and lm_head out: 12.8 GiB / 60.8 GiB for
+    gpt-oss-20b / -120b, OpenAI's model card, arXiv 2508.10925, 2025-08) and vLLM's MXFP4 method loads them (its
+    fused-MoE layers in MXFP4, linear layers unquantized)."""
+    if dtype == "mxfp4" and arch.moe is not None:
+        return expert_weights(arch)
+    return p.block_linear_weights
 
 
 def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None, r: Resolved | None = None) -> int:
@@ -62,7 +73,7 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
     wb = WEIGHT_BYTES[dtype]
     mp = lay.tp * lay.pp
     if wb < 2:  # quantized: embeddings, head and norms stay in 16 bits
-        quantized = p.block_linear_weights
+        quantized = quantized_weights(arch, p, dtype)
         weights = quantized * wb + (p.total - quantized) * 2
     else:
         weights = p.total * wb
@@ -77,7 +88,7 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
         shared = int(pc.hit_rate * r.seq) // engine.block_size_tokens * engine.block_size_tokens
         tokens_each -= shared
     kv = (kv_cache_bytes(arch, r.batch, tokens_each, kv_b, window=paged)
-          + kv_cache_bytes(arch, 1, shared, kv_b, window=paged)) / min(lay.tp, arch.num_kv_heads) / lay.pp
+          + kv_cache_bytes(arch, 1, shared, kv_b, window=paged)) / min(lay.tp, arch.cache_kv_heads) / lay.pp
     beta = 4 if dtype == "fp32" else 2
     tokens = min(prefill_budget(w, engine) or r.batch * r.seq, r.batch * r.seq)
     # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out
@@ -112,10 +123,12 @@ def _sliding_mask_attention(arch: ModelArch, batch: int, seq: int, beta: int) ->
 
 def kv_cache_bytes(arch: ModelArch, batch: int, context: int, dtype_bytes: int, window: bool = True) -> float:
     """K and V for every layer: sliding-window layers keep at most the window (`window`: an engine's paged cache;
-    Hugging Face's keeps every prefilled token)."""
+    Hugging Face's keeps every prefilled token). MLA (DeepSeek-V3) caches its compressed latent and RoPE key,
+    kv_lora_rank + qk_rope_head_dim values per token and layer, one head that tensor parallelism does not split
+    (ModelArch.cache_values_per_token_layer / cache_kv_heads)."""
     if arch.kind not in ("decoder", "encoder-decoder"):
         return 0.0
-    per_token_layer = 2 * arch.kv_dim * dtype_bytes * batch
+    per_token_layer = arch.cache_values_per_token_layer * dtype_bytes * batch
     global_layers = arch.num_layers - arch.sliding_window_layers
     total = global_layers * context
     if arch.sliding_window:
