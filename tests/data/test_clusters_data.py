@@ -84,3 +84,22 @@ def test_a_pretraining_across_servers_rents_from_cluster_providers_only() -> Non
     assert a40 is not None and a40.servers > 1
     assert not [d for d in a40.deployments if d.option == "cloud"]
     assert a40.deployment is not None and any("multi-node cluster" in g for g in a40.deployment.gaps)
+
+
+@pytest.mark.parametrize("name", ["llama2-7b-pretrain", "llama3-70b-lora", "llama3-8b-dpo", "vit-imagenet"])
+def test_the_search_ranks_on_the_rate_the_deployments_price(name: str) -> None:
+    """The rental a candidate is ranked on is the on-demand rate its deployments price: quotes for instances that
+    hold its GPUs (instance_gpus), from cluster providers across servers. The search ranked on the median of every
+    quote (1-GPU instances and marketplace pods included) while the deployments left them out."""
+    from gpuplan import api
+    from gpuplan.catalog.loader import example_path
+
+    result = api.plan(example_path(name), top=12)
+    checked = 0
+    for c in result.candidates:
+        od = next((d for d in c.deployments if d.provider == "cloud on-demand"), None)
+        if od is None or c.rent is None or c.time is None or not c.time.gpu_hours:
+            continue
+        assert c.rent / c.time.gpu_hours == pytest.approx(od.price_per_gpu_hour, rel=1e-9), (c.gpu_id, c.servers)
+        checked += 1
+    assert checked >= 3

@@ -7,13 +7,13 @@ size the need (core/sizing), search and rank the servers (core/search, core/serv
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Callable, Sequence
+from functools import cache, partial
 from operator import attrgetter
 from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
-from gpuplan.core.cost.clusters import median_cluster_rent
+from gpuplan.core.cost.clusters import rent_rate
 from gpuplan.core.cost.deployments import deploy, median_rent, pricing
 from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
@@ -29,6 +29,7 @@ from gpuplan.schema.defaults import Objective
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanResult, Rejected
+from gpuplan.schema.prices import CloudPrice
 from gpuplan.schema.project import Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money
@@ -62,9 +63,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
         # the server builder prices the cluster network into each server
         rent_per_gpu_hour=median_rent(bundle.prices, groups.providers),
         checkpoints_kept=int(bundle.rules.checkpoints_kept),
-        cluster_rent_per_gpu_hour=median_cluster_rent(
-            [p for p in bundle.prices.cloud if not groups.providers or p.tier in groups.providers],
-            bundle.prices.clusters),
+        rent_at=_rent_at(bundle, groups.providers),
         clock=clock, evidence=plan_evidence(bundle, as_of) if evidence is None else evidence,
         serving=bundle.serving,
     )
@@ -93,6 +92,20 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
                       stats=out.stats, notes=notes,
                       headroom=memory_headroom(project), growth_view=_shown_growth(out, shown, picks),
                       currency=currency, as_of=as_of)
+
+
+def _rent_at(bundle: Bundle, providers: Sequence[str]) -> Callable[[str, int, bool], float | None]:
+    """SearchInputs.rent_at over the bundle's on-demand quotes in the project's provider classes, memoised."""
+    rows: dict[str, list[CloudPrice]] = {}
+    for p in bundle.prices.cloud:
+        if not providers or p.tier in providers:
+            rows.setdefault(p.gpu_id, []).append(p)
+    clusters = bundle.prices.clusters
+
+    @cache
+    def at(gpu_id: str, together: int, fabric: bool) -> float | None:
+        return rent_rate(rows.get(gpu_id, []), clusters, together, fabric)
+    return at
 
 
 def plan_currency(project: Project) -> str:

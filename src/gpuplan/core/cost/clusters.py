@@ -34,6 +34,16 @@ def median_cluster_rent(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOf
     return {gid: statistics.median(v) for gid, v in by_gpu.items()}
 
 
+def rent_rate(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], together: int,
+              fabric: bool) -> float | None:
+    """The median on-demand price per GPU-hour a configuration rents at, as its deployments price it
+    (core/cost/tco.py): the quotes for instances that hold the `together` GPUs sharing a machine (or of unstated
+    size), from providers renting the GPU as a cluster when the servers share a `fabric`; None without one."""
+    got = [p.price_per_gpu_hour for p in (clustered(rows, clusters) if fabric else rows)
+           if p.kind == "on-demand" and (p.instance_gpus is None or p.instance_gpus >= together)]
+    return statistics.median(got) if got else None
+
+
 def cluster_gap(gpu_id: str, servers: int, gpus_per_server: int, rows: Sequence[CloudPrice],
                 clusters: Sequence[ClusterOffer]) -> str | None:
     """Why the cloud does not price a configuration across servers, when it does not: the providers quoted for the
@@ -46,4 +56,4 @@ def cluster_gap(gpu_id: str, servers: int, gpus_per_server: int, rows: Sequence[
             "multi-node cluster (data/clusters.toml; add your provider's offer as a `cluster` row with --prices)")
 
 
-__all__ = ["cluster_gap", "clustered", "median_cluster_rent", "needs_cluster"]
+__all__ = ["cluster_gap", "clustered", "median_cluster_rent", "needs_cluster", "rent_rate"]

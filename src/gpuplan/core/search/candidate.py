@@ -86,8 +86,8 @@ class Context:
     terms_cache: dict[tuple[object, ...], object] = field(default_factory=dict)
     #: training: what the project's framework can run and how it names its layouts (None: no framework declared)
     framework: FrameworkCaps | None = None
-    #: rental price per GPU-hour among the providers that rent the GPU as a multi-node cluster (core/cost/clusters)
-    cluster_rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    #: the rental price per GPU-hour of a configuration, as its deployments price it (SearchInputs.rent_at)
+    rent_at: Callable[[str, int, bool], float | None] | None = None
 
 
 def storage_terms(project: Project, params: ParamCount, trainable: int, dataset_bytes: float,
@@ -169,10 +169,11 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
         _reject(rejected, gpu, ps, servers, "no-server", why or "no server")
         return None
     price = None if server_price is None else server_price * servers  # each server carries its network share
-    # across servers on one fabric, only a provider that rents the GPU as a cluster (data/clusters.toml) prices it
-    rents = ctx.cluster_rent_per_gpu_hour if needs_cluster(servers, ps, training, c.layout.tp * c.layout.pp) \
-        else ctx.rent_per_gpu_hour
-    rate = rents.get(gpu.id)
+    # as its deployments price it: instances that hold the GPUs sharing a machine, and across servers on one fabric
+    # only a provider renting the GPU as a cluster (data/clusters.toml)
+    fabric = needs_cluster(servers, ps, training, c.layout.tp * c.layout.pp)
+    together = ps if training else min(ps, c.layout.tp * c.layout.pp)  # the GPUs that must share a machine
+    rate = ctx.rent_at(gpu.id, together, fabric) if ctx.rent_at is not None else ctx.rent_per_gpu_hour.get(gpu.id)
     horizon = proj.growth.horizon_months
     rent = None
     if rate is not None:
@@ -211,9 +212,10 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             _reject(rejected, gpu, ps, servers, "latency", f"misses the latency target: {metric:,.1f} s per request "
                     f"on average against {target:g} s")
             return None
-    no_rent = (f"no provider in the price lists rents {gpu.id} as a multi-node cluster, for {servers} servers on one "
-               "fabric" if rent is None and rents is not ctx.rent_per_gpu_hour and gpu.id in ctx.rent_per_gpu_hour
-               else None)
+    no_rent = None  # why a GPU the price lists rent is not rented this way
+    if rent is None and gpu.id in ctx.rent_per_gpu_hour:
+        no_rent = (f"no provider in the price lists rents {gpu.id} as a multi-node cluster, for {servers} servers on "
+                   "one fabric" if fabric else f"no quote in the price lists for an instance of {together} x {gpu.id}")
     why = over_budget(cost, basis, proj.goals.budget, horizon, training, price is not None and rent is not None,
                       no_rent)
     if why is not None:

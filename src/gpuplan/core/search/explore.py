@@ -124,7 +124,7 @@ class _Search:
         self.ctx = Context(project=proj, arch=arch, params=p, trainable=trainable,
                            speed=inp.speed, table=inp.table, overheads=inp.overheads, build_server=inp.build_server,
                            server_price=inp.server_price, rent_per_gpu_hour=inp.rent_per_gpu_hour,
-                           cluster_rent_per_gpu_hour=inp.cluster_rent_per_gpu_hour,
+                           rent_at=inp.rent_at,
                            checkpoints_kept=inp.checkpoints_kept, training=self.training, total_tokens=tokens,
                            deadline_h=proj.goals.deadline_days * 24 if proj.goals.deadline_days else None,
                            dataset_bytes=dataset_bytes, evidence=inp.evidence, currency=inp.currency,

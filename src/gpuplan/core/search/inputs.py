@@ -35,9 +35,9 @@ class SearchInputs:
     currency: str = "USD"
     #: reference rental price per GPU-hour, by GPU id
     rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
-    #: the same among the providers that rent the GPU as a multi-node cluster (data/clusters.toml): what renting a
-    #: configuration across servers costs; a GPU without one is not rented across servers
-    cluster_rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    #: the rental price per GPU-hour of a configuration, (GPU id, GPUs sharing a machine, servers on one fabric) ->
+    #: the median its deployments price (core/cost/clusters.rent_rate), None: not rented; None here: the medians above
+    rent_at: Callable[[str, int, bool], float | None] | None = None
     #: checkpoints a run keeps (data/server_rules.toml)
     checkpoints_kept: int = 3
     notes: list[Note] = field(default_factory=list)
