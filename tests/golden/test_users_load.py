@@ -23,6 +23,12 @@ CHAT = {"name": "qwen72-chat", "model": {"preset": "qwen2.5-72b"},
         "goals": {"purpose": "production", "objective": "cost",
                   "budget": {"amount": 400000, "currency": "EUR", "period": "total"}},
         "growth": {"users_scale": 1.5, "horizon_months": 36}}
+#: an 8B RAG service at 5 requests/s growing 3x (tests/unit/test_french.py plans it in French)
+RAG = {"name": "rag-8b", "model": {"preset": "llama-3.1-8b"},
+       "workload": {"task": "inference", "weights_dtype": "fp8", "arrival_rate": 5, "use_case": "rag"},
+       "goals": {"purpose": "production", "objective": "cost",
+                 "budget": {"amount": 20000, "currency": "USD", "period": "monthly"}},
+       "growth": {"users_scale": 3, "horizon_months": 24}}
 
 
 @functools.cache
@@ -75,11 +81,7 @@ def test_a_production_service_is_not_a_row_of_towers() -> None:
     """An 8B RAG service at 5 requests/s growing 3x: four RTX PRO 6000 Workstation towers, twelve by month 24
     (378,907 USD), won on their purchase price; a rackmount server of the same cards holds the replicas (186,781
     USD), and a growth step in the first month reads "at once"."""
-    result = api.plan({"name": "rag-8b", "model": {"preset": "llama-3.1-8b"},
-                       "workload": {"task": "inference", "weights_dtype": "fp8", "arrival_rate": 5, "use_case": "rag"},
-                       "goals": {"purpose": "production", "objective": "cost",
-                                 "budget": {"amount": 20000, "currency": "USD", "period": "monthly"}},
-                       "growth": {"users_scale": 3, "horizon_months": 24}})
+    result = api.plan(RAG)
     from gpuplan.catalog.hardware import builtin_catalog
 
     forms = builtin_catalog().platforms.rows

@@ -107,14 +107,9 @@ def test_a_chat_service_with_long_prompts_is_planned_on_8_nvlink_gpus() -> None:
     512-token prompts), no 8 x H100/H200/A100 server qualified and a Gaudi 3 server with extrapolated speed won; on
     0.15 x 1,500 / 512 s, an 8-GPU NVLink server (H100, H200 or B200) serves it."""
     from gpuplan.api import plan
+    from tests.golden.test_users_load import CHAT
 
-    project = {"name": "qwen72-chat", "model": {"preset": "qwen2.5-72b"},
-               "workload": {"task": "inference", "users": 120, "think_time_s": 30, "use_case": "chat",
-                            "context_length": 1500, "output_tokens": 400},
-               "goals": {"purpose": "production", "objective": "cost",
-                         "budget": {"amount": 400000, "currency": "EUR", "period": "total"}},
-               "growth": {"users_scale": 1.5, "horizon_months": 36}}
-    rec = plan(project).recommendation
+    rec = plan(CHAT).recommendation
     assert rec is not None and rec.inference is not None
     assert rec.gpu_id.split("-")[0] in ("h100", "h200", "b200") and rec.gpus_per_server * rec.servers == 8
     assert rec.inference.objectives is not None

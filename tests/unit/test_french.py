@@ -24,6 +24,7 @@ from gpuplan.report.numbers import numbers
 from gpuplan.report.terminal import render_text
 from gpuplan.report.translate import _rows, data_citations, english_words, french_number, memory, tr
 from gpuplan.schema.plan import PlanResult
+from tests.golden.test_users_load import CHAT, RAG
 
 EXAMPLES = ["llama2-7b-pretrain", "llama3-70b-lora", "llama3-70b-serving", "llama3-8b-full-finetune", "qwen2.5-7b-grpo",
             "llama3-8b-qlora", "vit-imagenet", "llama3-8b-dpo"]
@@ -198,19 +199,8 @@ def test_a_list_field_translates_each_part() -> None:
                               "listes de prix)")
 
 
-SERVICES = {  # services the examples do not cover: users and an arrival rate, growth steps, a template's objectives
-    "chat": {"name": "qwen72-chat", "model": {"preset": "qwen2.5-72b"},
-             "workload": {"task": "inference", "users": 120, "think_time_s": 30, "use_case": "chat",
-                          "context_length": 1500, "output_tokens": 400},
-             "goals": {"purpose": "production", "objective": "cost",
-                       "budget": {"amount": 400000, "currency": "EUR", "period": "total"}},
-             "growth": {"users_scale": 1.5, "horizon_months": 36}},
-    "rag": {"name": "rag-8b", "model": {"preset": "llama-3.1-8b"},
-            "workload": {"task": "inference", "weights_dtype": "fp8", "arrival_rate": 5, "use_case": "rag"},
-            "goals": {"purpose": "production", "objective": "cost",
-                      "budget": {"amount": 20000, "currency": "USD", "period": "monthly"}},
-            "growth": {"users_scale": 3, "horizon_months": 24}},
-}
+# services the examples do not cover: users and an arrival rate, growth steps, a template's objectives
+SERVICES = {"chat": CHAT, "rag": RAG}
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
