@@ -9,41 +9,24 @@ two at the 8,192-token budget: docs/serving.md, Limits), and a hit rate is a sho
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gpuplan.catalog.hardware import builtin_catalog
-from gpuplan.catalog.hf_config import arch_from_hf_config
-from gpuplan.catalog.loader import load_overheads, load_presets, load_speed_model
-from gpuplan.catalog.serving import load_serving
+from gpuplan.catalog.loader import load_overheads
 from gpuplan.core.sizing.batching import solve_state
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.queueing import latency
 from gpuplan.core.sizing.serving import build_replica, size_replicas
 from gpuplan.core.sizing.serving_load import Replica
 from gpuplan.core.sizing.serving_memory import estimate_inference
-from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, PrefixCache, Slo, Workload
 
-SM = load_speed_model()
-SERVING = load_serving()
+from .test_latency_curve import GPUS, MODELS, SERVING, SM, _fits, arch  # the same serving cases
+
 OVERHEADS = load_overheads()
-MODELS = ["llama-3.1-8b", "qwen2.5-14b", "llama-3.1-70b"]
-GPUS = ["h100-sxm-80gb", "a100-sxm-80gb", "l40s-48gb"]
 TOL = 1e-6
-
-
-@cache
-def arch(name: str) -> ModelArch:
-    return arch_from_hf_config(load_presets()[name].config)
-
-
-def _fits(model: str, gpu: str, tp: int) -> bool:
-    a = arch(model)
-    return count_params(a).total * 2 / tp < builtin_catalog().gpus.rows[gpu].memory_gib * 2**30 * 0.8
 
 
 def replica(model: str, gpu: str, tp: int, w: Workload) -> Replica:
