@@ -23,17 +23,6 @@ def clustered(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> l
     return [p for p in rows if any(c.covers(p.gpu_id, p.provider) for c in clusters)]
 
 
-def median_cluster_rent(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> dict[str, float]:
-    """Median on-demand price per GPU-hour by GPU among the providers that rent it as a cluster, their whole-server
-    instances (8 GPUs or more, or of unstated size): what renting a configuration across servers costs
-    (`core.cost.deployments.median_rent` for one server)."""
-    by_gpu: dict[str, list[float]] = {}
-    whole = [p for p in rows if p.kind == "on-demand" and (p.instance_gpus is None or p.instance_gpus >= 8)]
-    for p in clustered(whole, clusters):
-        by_gpu.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
-    return {gid: statistics.median(v) for gid, v in by_gpu.items()}
-
-
 def rent_rate(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], together: int,
               fabric: bool) -> float | None:
     """The median on-demand price per GPU-hour a configuration rents at, as its deployments price it
@@ -56,4 +45,4 @@ def cluster_gap(gpu_id: str, servers: int, gpus_per_server: int, rows: Sequence[
             "multi-node cluster (data/clusters.toml; add your provider's offer as a `cluster` row with --prices)")
 
 
-__all__ = ["cluster_gap", "clustered", "median_cluster_rent", "needs_cluster", "rent_rate"]
+__all__ = ["cluster_gap", "clustered", "needs_cluster", "rent_rate"]
