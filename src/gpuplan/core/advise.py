@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
 from gpuplan.core.cost.clusters import rent_rate
-from gpuplan.core.cost.deployments import deploy, median_rent, pricing
+from gpuplan.core.cost.deployments import deploy, median_rent, pricing, quotes_by_gpu
 from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
@@ -29,7 +29,6 @@ from gpuplan.schema.defaults import Objective
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanResult, Rejected
-from gpuplan.schema.prices import CloudPrice
 from gpuplan.schema.project import Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money
@@ -96,10 +95,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
 
 def _rent_at(bundle: Bundle, providers: Sequence[str]) -> Callable[[str, int, bool], float | None]:
     """SearchInputs.rent_at over the bundle's on-demand quotes in the project's provider classes, memoised."""
-    rows: dict[str, list[CloudPrice]] = {}
-    for p in bundle.prices.cloud:
-        if not providers or p.tier in providers:
-            rows.setdefault(p.gpu_id, []).append(p)
+    rows = quotes_by_gpu(bundle.prices, providers)
     clusters = bundle.prices.clusters
 
     @cache

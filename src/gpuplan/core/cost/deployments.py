@@ -5,11 +5,10 @@ Pure: the date prices are judged stale against (the plan's `as_of`) is passed in
 from __future__ import annotations
 
 import datetime
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuplan.core.cost.clusters import cluster_gap, clustered, needs_cluster
+from gpuplan.core.cost.clusters import cluster_gap, clustered, needs_cluster, rent_rate
 from gpuplan.core.cost.growth import mean_load, planned_work, serving_additions
 from gpuplan.core.cost.inputs import Assumptions, Usage, resolve_assumptions
 from gpuplan.core.cost.inputs import Config as TcoConfig
@@ -26,14 +25,20 @@ OVERRIDES = ("pue", "electricity_per_kwh", "utilization", "depreciation_years", 
              "staff_fte_per_server", "staff_cost_per_fte_year", "colocation_per_kw_month", "support_fraction_per_year")
 
 
+def quotes_by_gpu(book: PriceBook, providers: Sequence[str] = ()) -> dict[str, list[CloudPrice]]:
+    """The cloud quotes by GPU, in the provider classes asked for (deployment.price_groups.providers; empty: all)."""
+    out: dict[str, list[CloudPrice]] = {}
+    for p in book.cloud:
+        if not providers or p.tier in providers:
+            out.setdefault(p.gpu_id, []).append(p)
+    return out
+
+
 def median_rent(book: PriceBook, providers: Sequence[str] = ()) -> dict[str, float]:
     """Median on-demand cloud price per GPU-hour by GPU, in the price book's currency: what renting the GPUs for a
     run costs; `providers`: only these provider classes (deployment.price_groups.providers; empty: all)."""
-    rows: dict[str, list[float]] = {}
-    for p in book.cloud:
-        if p.kind == "on-demand" and (not providers or p.tier in providers):
-            rows.setdefault(p.gpu_id, []).append(p.price_per_gpu_hour)
-    return {gid: statistics.median(v) for gid, v in rows.items()}
+    rates = {gid: rent_rate(rows, (), 1, False) for gid, rows in quotes_by_gpu(book, providers).items()}
+    return {gid: r for gid, r in rates.items() if r is not None}
 
 
 def cost_assumptions(proj: Project, book: PriceBook, currency: str) -> Assumptions:
@@ -80,14 +85,11 @@ def pricing(proj: Project, book: PriceBook, currency: str, as_of: datetime.date,
     """The `Pricing` of a plan made on `as_of`, every amount in `currency` (the price book's, converted into the
     plan's currency as `conversion` says). `work`: a training run's growth in compute over the horizon
     (core/cost/growth.training_work; default growth.data_scale x growth.model_scale)."""
-    cloud: dict[str, list[CloudPrice]] = {}
+    # deployment.price_groups: only the provider classes asked for
+    cloud = quotes_by_gpu(book, proj.deployment.price_groups.providers)
     hosting: dict[str, list[HostingOffer]] = {}
     old: dict[str, set[str]] = {}
-    providers = proj.deployment.price_groups.providers
-    for p in book.cloud:
-        if providers and p.tier not in providers:  # deployment.price_groups: only the provider classes asked for
-            continue
-        cloud.setdefault(p.gpu_id, []).append(p)
+    for p in (p for rows in cloud.values() for p in rows):
         if is_stale(p.as_of, as_of):
             old.setdefault(p.gpu_id, set()).add(f"{p.provider} ({p.as_of})")
     for h in book.hosting:
@@ -197,4 +199,4 @@ def _gaps(gpu_id: str, options: list[str], deps: list[Deployment], no_price: str
 
 
 __all__ = ["OVERRIDES", "Pricing", "cost_assumptions", "deploy", "groups_asked", "median_rent", "pricing",
-           "with_deployments"]
+           "quotes_by_gpu", "with_deployments"]
