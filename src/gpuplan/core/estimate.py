@@ -10,6 +10,7 @@ from gpuplan.core.sizing.engine_memory import (
     admitted_memory,
     engine_cap,
     estimate_serving_memory,
+    in_flight_bytes,
     in_flight_requests,
     serving_layout,
     serving_start_bytes,
@@ -194,10 +195,9 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     if serve:  # both serving figures: every request in flight held at once, and the least the engine starts on
         assert serving is not None
         in_flight = in_flight_requests(arch, w, inference)
-        full = estimate_serving_memory(arch, params, w.model_copy(update={"batch_size": in_flight}), hw.layout,
-                                       hw.gpus, overheads, serving.engine)
         out = out.model_copy(update={
-            "in_flight_bytes": max(full.device_bytes, full.load_device_bytes), "in_flight_requests": in_flight,
+            "in_flight_bytes": in_flight_bytes(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine,
+                                               in_flight), "in_flight_requests": in_flight,
             "start_bytes": serving_start_bytes(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine)})
     return EstimateResult(
         project=project.name,

@@ -15,7 +15,7 @@ from gpuplan.core.server.common import Needs
 from gpuplan.core.sizing.engine_memory import (
     admitted_memory,
     engine_cap,
-    estimate_serving_memory,
+    in_flight_bytes,
     in_flight_requests,
     serving_start_bytes,
 )
@@ -288,9 +288,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         mem = admitted_memory(ctx.arch, ctx.params, at_load, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine,
                               k.usable)[0]
         start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
-        full = estimate_serving_memory(ctx.arch, ctx.params, at_load, lay, lay.tp * lay.pp, ctx.overheads,
-                                       ctx.engine)
-        in_flight = max(full.device_bytes, full.load_device_bytes)
+        in_flight = in_flight_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine,
+                                    n_in_flight)
     else:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)

@@ -119,5 +119,14 @@ def in_flight_requests(arch: ModelArch, w: Workload, inf: InferenceSpeed | None)
     return max(math.ceil(inf.concurrency / inf.replicas - 1e-9), 1)
 
 
-__all__ = ["admitted_memory", "engine_cap", "estimate_serving_memory", "in_flight_requests", "one_request",
+def in_flight_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
+                    engine: EngineDefaults, requests: int) -> int:
+    """Peak bytes per GPU with `requests` per replica held at once, none queued (`in_flight_requests`): what
+    `estimate` and a plan's candidate report as `memory.in_flight_bytes`."""
+    full = estimate_serving_memory(arch, p, w.model_copy(update={"batch_size": requests}), lay, gpus, oh, engine)
+    return max(full.device_bytes, full.load_device_bytes)
+
+
+__all__ = ["admitted_memory", "engine_cap", "estimate_serving_memory", "in_flight_bytes", "in_flight_requests",
+           "one_request",
            "serving_layout", "serving_start_bytes", "serving_usable"]
