@@ -10,6 +10,7 @@ import functools
 import math
 import shlex
 
+import pytest
 import yaml
 
 from gpuplan import api
@@ -80,7 +81,8 @@ def test_exports_leave_the_engine_its_own_cap_on_sequences() -> None:
 def test_a_production_service_is_not_a_row_of_towers() -> None:
     """An 8B RAG service at 5 requests/s growing 3x: four RTX PRO 6000 Workstation towers, twelve by month 24
     (378,907 USD), won on their purchase price; a rackmount server of the same cards holds the replicas (186,781
-    USD), and a growth step in the first month reads "at once"."""
+    USD); a growth step in the first month is bought with the rest: the verdict's first words count it ("Buy 2 x",
+    "1 for today's load, 1 more for the first month's"), and only the later steps follow."""
     result = api.plan(RAG)
     from gpuplan.catalog.hardware import builtin_catalog
 
@@ -90,8 +92,12 @@ def test_a_production_service_is_not_a_row_of_towers() -> None:
     rec = result.recommendation
     assert rec is not None and rec.action is not None and rec.deployment is not None
     chosen = next(d for d in rec.deployments if d.provider == rec.deployment.provider)
-    if chosen.growth and chosen.growth[0].month == 0:
-        assert "at once (the first month's load needs it)" in rec.action.text
+    assert chosen.growth and chosen.growth[0].month == 0  # the case this test is for
+    first = chosen.growth[0].servers
+    assert rec.action.text.startswith(f"Buy {rec.servers + first} x ")
+    assert f"({rec.servers} for today's load, {first} more for the first month's)" in rec.action.text
+    assert "at once" not in rec.action.text
+    assert rec.action.cost == pytest.approx(rec.price * (rec.servers + first) / rec.servers)
 
 
 def test_the_growth_view_reads_the_grown_load_the_candidate_does() -> None:

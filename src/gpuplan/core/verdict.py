@@ -20,30 +20,33 @@ def action_of(c: Candidate, horizon_months: int) -> Action | None:
                    == (c.deployment.option, c.deployment.provider)), None)
     if chosen is None:
         return None
-    gpus = c.gpus_per_server * c.servers
+    first = [st for st in chosen.growth if st.month <= 0]  # needed in the first month: got with the rest
+    now = c.servers + sum(st.servers for st in first)
+    gpus = c.gpus_per_server * now
+    why = f" ({c.servers} for today's load, {now - c.servers} more for the first month's)" if first else ""
     money = chosen.currency
     verb: Literal["buy", "rent"]
     basis: Basis
     if chosen.option == "on-prem":
         verb, provider = "buy", "purchase"
-        item = f"{c.servers} x {c.server.platform_name} with {c.gpus_per_server} x {c.gpu_name}"
-        cost, basis = c.price or chosen.upfront_cost, "upfront"
-        head = f"Buy {item} for {fmt_money(cost, money)}"
+        item = f"{now} x {c.server.platform_name} with {c.gpus_per_server} x {c.gpu_name}"
+        cost, basis = (c.price or chosen.upfront_cost) * now / c.servers, "upfront"  # the same server, `now` of it
+        head = f"Buy {item} for {fmt_money(cost, money)}{why}"
     else:
         verb = "rent"
         if chosen.option == "cloud":
             item = f"{gpus} x {c.gpu_name}"
             provider = ", ".join(chosen.providers[:2]) + (
                 f" and {len(chosen.providers) - 2} more" if len(chosen.providers) > 2 else "")
-            head = f"Rent {item} in the cloud {_rate(chosen)} {provider})"
+            head = f"Rent {item} in the cloud {_rate(chosen)} {provider}){why}"
         else:
             item = chosen.rented or f"{gpus} x {c.gpu_name}"
             provider = chosen.provider
-            head = f"Rent {item} (managed dedicated servers, {gpus} x {c.gpu_name})"
+            head = f"Rent {item} (managed dedicated servers, {gpus} x {c.gpu_name}){why}"
         if c.time_hours is not None and chosen.cost_per_run:
             cost, basis = chosen.cost_per_run, "per run"
         else:
-            cost, basis = chosen.running_monthly, "per month"
+            cost, basis = chosen.running_monthly + sum(st.running_monthly for st in first), "per month"
     text = f"{head}{_growth(chosen)}: {_costs(c, chosen, cost, basis, horizon_months)}"
     runner = _runner_up(c, chosen, horizon_months)
     if runner is not None:
@@ -66,11 +69,13 @@ def _rate(d: Deployment) -> str:
 
 
 def _growth(d: Deployment) -> str:
-    """ ", and 1 more after 15 months as the load grows" (the growth steps in its total), or nothing."""
-    if not d.growth:
+    """ ", and 1 more after 15 months as the load grows" (the growth steps after the first month in its total), or
+    nothing."""
+    later = [st for st in d.growth if st.month > 0]  # the first month's are in the head's count
+    if not later:
         return ""
-    steps = ", ".join(f"{st.servers} more {when_added(st.month)}" for st in d.growth[:3])
-    more = f" and {len(d.growth) - 3} later steps" if len(d.growth) > 3 else ""
+    steps = ", ".join(f"{st.servers} more {when_added(st.month)}" for st in later[:3])
+    more = f" and {len(later) - 3} later steps" if len(later) > 3 else ""
     return f", and {steps}{more} as the load grows"
 
 

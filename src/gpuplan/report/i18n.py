@@ -44,6 +44,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                   "Louer {item} dans le cloud, {kind} à {rate}/GPU-heure (médiane de {providers}) : {cost}."),
     "act_managed": ("Rent {item} (managed dedicated servers, {gpus} GPUs): {cost}.",
                     "Louer {item} (serveurs dédiés infogérés, {gpus} GPU) : {cost}."),
+    "act_first": (" ({servers} for today's load, {more} more for the first month's)",
+                  " ({servers} pour la charge d'aujourd'hui, {more} de plus pour celle du premier mois)"),
     "act_per_run": ("{cost} per run of {time}, {total} over {months} months",
                     "{cost} par exécution de {time}, {total} sur {months} mois"),
     "act_per_month": ("{cost} a month, {total} over {months} months", "{cost} par mois, {total} sur {months} mois"),

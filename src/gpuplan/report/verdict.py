@@ -81,17 +81,19 @@ def _action_lines(rec: Candidate, lang: str) -> list[str]:
         cost = t("act_per_run", lang, cost=nf.money(a.cost, money), time=time_in(rec, lang), total=total, months=months)
     else:
         cost = t("act_per_month", lang, cost=nf.money(a.cost, money), total=total, months=months)
+    now = a.gpus // max(rec.gpus_per_server, 1)  # the servers got now: the first month's growth step with the rest
+    first = t("act_first", lang, servers=rec.servers, more=now - rec.servers) if now > rec.servers else ""
     if a.verb == "buy":
-        item = t("server_of", lang, servers=rec.servers, platform=rec.server.platform_name, gpus=rec.gpus_per_server,
-                 gpu=rec.gpu_name)
+        item = t("server_of", lang, servers=now, platform=rec.server.platform_name, gpus=rec.gpus_per_server,
+                 gpu=rec.gpu_name) + first
         line = t("act_buy", lang, item=item, price=nf.money(a.cost, money), total=total, months=months)
     elif a.option == "cloud":
         kind = chosen.provider.removeprefix("cloud ")
-        line = t("act_cloud", lang, item=tr(a.item, lang), kind=t(f"kind_{kind}", lang), providers=tr(a.provider, lang),
-                 cost=cost,
+        line = t("act_cloud", lang, item=tr(a.item, lang) + first, kind=t(f"kind_{kind}", lang),
+                 providers=tr(a.provider, lang), cost=cost,
                  rate=nf.money(chosen.price_per_gpu_hour or 0.0, money, 2))
     else:
-        line = t("act_managed", lang, item=tr(a.item, lang), gpus=a.gpus, cost=cost)
+        line = t("act_managed", lang, item=tr(a.item, lang) + first, gpus=a.gpus, cost=cost)
     other = runner_up(rec, chosen)
     if other is None:
         return [line]
