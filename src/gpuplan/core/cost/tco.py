@@ -129,7 +129,8 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
         providers = sorted({p.provider for p in rows})
         ass = [f"{kind}: median {rate:.2f} {currency}/GPU-hour of {len(rows)} price(s) "
                f"({', '.join(providers[:4])})",
-               f"{n} GPUs x {billed:,.0f} h" + ("" if term or use.serving else f" ({use.utilization:.0%} of the time)"),
+               f"{n} GPUs x {billed:,.{1 if billed < 100 else 0}f} h"
+               + ("" if term or use.serving else f" ({use.utilization:.0%} of the time)"),
                f"storage {use.storage_bytes / 1e12:,.1f} TB x {a.get('cloud_storage_per_tb_month'):g} "
                f"{currency}/TB-month x {stored_months:,.2f} months held ({a.sources['cloud_storage_per_tb_month']})",
                "shared, virtualised capacity: performance less predictable than a dedicated server"]

@@ -264,7 +264,11 @@ def departures(ctx: Context, c: Config, usable: int) -> list[str]:
     if "micro_batch_size" in own.model_fields_set and w.micro_batch_size != own.micro_batch_size:
         changes["micro_batch_size"] = own.micro_batch_size  # the same global batch, other accumulation steps
         per = 2 if w.dpo is not None else 1  # a DPO policy runs 2 sequences per pair: said in pairs, as the project
-        parts.append(f"micro-batch {w.micro_batch_size // per} (project: {own.micro_batch_size // per})")
+        dp = max(c.n // (c.layout.tp * c.layout.pp), 1)
+        share = (w.global_batch_size or 0) // dp  # each data-parallel rank's part of a step
+        why = (f"; {(w.global_batch_size or 0) // per:,} per step over {dp} data-parallel ranks leave "
+               f"{share // per} each" if share and share % own.micro_batch_size else "")
+        parts.append(f"micro-batch {w.micro_batch_size // per} (project: {own.micro_batch_size // per}{why})")
     if not changes:
         return []
     ww = w.model_copy(update=changes)

@@ -143,10 +143,15 @@ class TrainingSpace:
         arch, p, cache, workloads = self.arch, self.p, self.memory, self.workloads
         dp = n // (tp * pp)
         share = self.gbs // dp
-        # (micro-batch, micro-batches per step) for each micro-batch that divides each GPU's share of the batch
-        # (a DPO policy's micro-batches are whole pairs: an even number of sequences)
+        # (micro-batch, micro-batches per step) for each micro-batch that divides each GPU's share of the batch:
+        # powers of two, the project's own and the whole share (one micro-batch a step), up to 64 or the project's
+        # own if larger (a ViT's 128 images; 24 of 192 sequences on 8 GPUs; 12 each on 16). Few, as the search
+        # times only a shape's first layouts in `proxy` order. (A DPO policy's: whole pairs, an even number.)
         even = workloads[False].dpo is not None
-        steps = [(mbs, share // mbs) for mbs in pow2_upto(min(share, 64)) if not share % mbs and not (even and mbs % 2)]
+        own = self.w.micro_batch_size
+        top = min(share, max(64, own))
+        tried = sorted({*pow2_upto(top), *(b for b in (own, share) if b <= top)})
+        steps = [(mbs, share // mbs) for mbs in tried if not share % mbs and not (even and mbs % 2)]
         ckpts = (False, True) if not self._cnn else (False,)
         terms = [cache.tp_terms(arch, p, workloads[ckpt], tp, self.table) for ckpt in ckpts]
         peaks: list[tuple[int, int]] = []  # each layout's micro-batches', in the order of `made`
