@@ -402,3 +402,50 @@ def test_a_prefix_cache_hit_rate_is_entered_on_the_page(page: Any, server: str, 
     project = link_project(page.url)
     assert project["workload"]["prefix_cache"] == {"hit_rate": 0.5}
     assert shown_recommendation(page) == api_recommendation(client, project)
+
+
+def planned_with(page: Any, done: Any) -> dict:
+    """Wait until the page's link holds a project `done` accepts and the plan shown is that project's."""
+    for _ in range(200):
+        if "#project=" in page.url and done(link_project(page.url)):
+            break
+        page.wait_for_timeout(150)
+    project = link_project(page.url)
+    errors = "Array.from(document.querySelectorAll('.err')).map(e => e.textContent).filter(t => t).join(' | ')"
+    assert done(project), (page.locator("#status").inner_text(), page.evaluate(errors))
+    planned(page, project["name"])
+    page.wait_for_function("() => !document.querySelector('#status').textContent.includes('…')")
+    return project
+
+
+def test_post_training_sections_are_entered_on_the_page(page: Any, server: str, client: Api) -> None:
+    """Issue #31: the form offered tasks dpo and grpo with no fields for their sections. DPO takes its method and
+    reference, GRPO its method, KL, group and lengths; each section shows for its own task only, and leaves the
+    project when the task changes."""
+    page.goto(server + "/")
+    planned(page, "llama3-8b-qlora")
+    assert not page.locator('[data-path="workload.dpo.reference"]').is_visible()
+    assert not page.locator('[data-path="workload.grpo.group_size"]').is_visible()
+    page.select_option("#example", "llama3-8b-dpo")
+    planned(page, "llama3-8b-dpo")
+    assert not page.locator('[data-path="workload.grpo.group_size"]').is_visible()
+    page.select_option('[data-path="workload.dpo.reference"]', "precomputed")
+    project = planned_with(page, lambda p: p["workload"].get("dpo", {}).get("reference") == "precomputed")
+    assert shown_recommendation(page) == api_recommendation(client, project)
+
+    page.select_option('[data-path="workload.task"]', "grpo")
+    assert page.locator('[data-path="workload.grpo.group_size"]').is_visible()
+    assert not page.locator('[data-path="workload.dpo.reference"]').is_visible()
+    page.select_option('[data-path="workload.grpo.kl"]', "false")
+    # GRPO's sequences are its prompt + response: the DPO pairs' sequence length is refused, next to the section
+    for path, value in (("workload.grpo.group_size", "4"), ("workload.grpo.prompts_per_step", "64"),
+                        ("workload.grpo.prompt_length", "256"), ("workload.grpo.response_length", "1024"),
+                        ("workload.sequence_length", "")):
+        page.fill(f'[data-path="{path}"]', value)
+        page.dispatch_event(f'[data-path="{path}"]', "change")
+    project = planned_with(page, lambda p: p["workload"].get("grpo", {}).get("kl") is False)
+    w = project["workload"]
+    assert w["task"] == "grpo" and "dpo" not in w
+    assert w["grpo"] == {"group_size": 4, "prompts_per_step": 64, "prompt_length": 256, "response_length": 1024,
+                         "kl": False}
+    assert shown_recommendation(page) == api_recommendation(client, project)

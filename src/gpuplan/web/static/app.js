@@ -77,6 +77,8 @@ function showTask() {
   for (const el of $$("[data-task=training]")) el.hidden = task === "inference";
   for (const el of $$("[data-task=inference]")) el.hidden = task !== "inference";
   for (const el of $$("[data-lora]")) el.hidden = !(task === "lora" || task === "qlora");
+  for (const el of $$("[data-task=dpo]")) el.hidden = task !== "dpo";
+  for (const el of $$("[data-task=grpo]")) el.hidden = task !== "grpo";
 }
 function fillForm() {
   const p = state.project;
@@ -105,6 +107,7 @@ function readField(el) {
   if (el.type === "checkbox") return el.checked;
   const raw = el.value.trim();
   if (raw === "") return undefined;
+  if (el.dataset.type === "choice-bool") return raw === "true";
   if (el.dataset.type === "int" || el.dataset.type === "float") {
     const n = Number(raw);
     return Number.isFinite(n) ? n : raw;  // not a number: sent as typed, and the API says what is wrong
@@ -455,6 +458,8 @@ function onFieldChange(ev) {
   const value = readField(el);
   setAt(state.project, path, value);
   if (path === "workload.task" && !["lora", "qlora"].includes(value)) setAt(state.project, "workload.lora", undefined);
+  for (const task of ["dpo", "grpo"])  // a post-training section belongs to its own task only
+    if (path === "workload.task" && value !== task) setAt(state.project, `workload.${task}`, undefined);
   if (path === "goals.budget.amount" && value === undefined) {  // no amount, no budget: its currency and period go
     setAt(state.project, "goals.budget", undefined);            // too, and the form shows it
     fillForm();
