@@ -18,7 +18,7 @@ from gpuplan.core.cost.deployments import deploy, median_rent, pricing, quotes_b
 from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
-from gpuplan.core.search.ranking import budget_limit
+from gpuplan.core.search.ranking import budget_limit, rank, same_cost
 from gpuplan.core.search.traced import search_traced
 from gpuplan.core.server.builder import build_server, server_price
 from gpuplan.core.sizing.params import count_params
@@ -69,7 +69,7 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     out: SearchOutput[Any] = (search_traced(inp, traced, obj) if traced is not None
                               else search(inp, obj, growth_top=top, top=top))
     work = _work(project, arch)  # a training run's grown compute, counted once for the costs and the checklist
-    shown, over, picks = _within_budget(project, out, bundle, currency, top, as_of, work)
+    shown, over, picks = _within_budget(project, out, bundle, currency, top, as_of, obj, work)
     if not shown:
         raise InfeasibleError(binding_constraint([*out.rejected, *over], project.workload.task))
     rejected = [*out.rejected, *over]
@@ -122,11 +122,13 @@ def _shown_growth(out: SearchOutput[Any], shown: list[Candidate], picks: list[An
     keys = {key(c) for c in shown}
     rows = [g for g in out.growth_view if key(g) in keys]
     have = {key(g) for g in rows}
-    return rows + out.grow([k for k, c in zip(picks, shown) if key(c) not in have])
+    rows += out.grow([k for k, c in zip(picks, shown) if key(c) not in have])
+    place = {key(c): i for i, c in enumerate(shown)}  # in the order shown (a stable sort keeps the factors' order)
+    return sorted(rows, key=lambda g: place[key(g)])
 
 
 def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, currency: str, top: int | None,
-                   as_of: datetime.date,
+                   as_of: datetime.date, objective: str,
                    work: float | None = None) -> tuple[list[Candidate], list[Rejected], list[Any]]:
     """The first `top` ranked candidates (all when None) whose chosen deployment costs no more than goals.budget,
     each with its deployment options: the budget is checked against the very total the report shows. The
@@ -150,9 +152,52 @@ def _within_budget(project: Project, out: SearchOutput[Any], bundle: Bundle, cur
             continue
         kept.append(c)
         picks.append(k)
-        if top and len(kept) >= top:
-            break
-    return kept, over, picks
+    # every candidate within budget is re-ranked (so the first `top` are the first of all, whatever `top`)
+    order = by_total(kept, objective, same_cost(budget, horizon))
+    return [kept[i] for i in order][:top or None], over, [picks[i] for i in order][:top or None]
+
+
+class _Total:
+    """A candidate as the final ranking reads it: its cost is the total of the way it is got (its chosen deployment,
+    over the horizon), not the search's cheaper of a bare purchase price and a rental."""
+
+    __slots__ = ("c", "cost", "i", "servers")
+
+    def __init__(self, c: Candidate, i: int) -> None:
+        self.c, self.i = c, i  # the candidate and its place in the search's order
+        d = c.deployment
+        self.cost = d.total_cost if d is not None else None
+        # the servers it comes to by the horizon, its growth steps' with it: fewer GPUs means fewer in the end (four
+        # GPUs bought now and eight more as the users grow are not the simpler machine beside one server of eight)
+        chosen = next((x for x in c.deployments if d is not None and (x.option, x.provider) == (d.option, d.provider)),
+                      None)
+        self.servers = c.servers + (sum(st.servers for st in chosen.growth) if chosen is not None else 0)
+
+    @property
+    def time_hours(self) -> float | None:
+        return self.c.time_hours
+
+    @property
+    def request_latency_s(self) -> float | None:
+        return self.c.request_latency_s
+
+    @property
+    def gpus_per_server(self) -> int:
+        return self.c.gpus_per_server
+
+
+def by_total(cands: list[Candidate], objective: str, same: float) -> list[int]:
+    """The order of `cands` (deployed) by the objective on what each costs as it is got: buying a server counts its
+    power, hosting, support and staff less its resale, as the deployment comparison does, where the search ranked
+    on its purchase price alone (a 37,122 EUR H100 PCIe server ranked under a 51,636 EUR H100 NVL rental that its
+    own 67,956 EUR ownership, or its 52,436 EUR rental, costs more than). Each candidate's score and Pareto flag
+    become this ranking's."""
+    out = []
+    for v, score, front in rank([_Total(c, i) for i, c in enumerate(cands)], objective, same,
+                                adequate=lambda v: v.c.evidence is None or v.c.evidence.adequate):
+        cands[v.i] = v.c.model_copy(update={"score": score, "pareto": front})
+        out.append(v.i)
+    return out
 
 
 def _work(project: Project, arch: ModelArch | None) -> float | None:

@@ -202,25 +202,48 @@ def build_faq(project: Project, rec: Candidate | None, candidates: Sequence[List
 
 
 def _dedicated_or_cloud(project: Project, rec: Candidate | None, work: float | None = None) -> FaqAnswer | None:
+    """Dedicated server or cloud: the way the plan chose (the cheapest over the horizon, as the first line says),
+    with the rule of thumb beside it (a run busy under a third of the time rents; a service around the clock owns or
+    reserves) and, where the prices overrule it, that they do."""
+    if rec is None:
+        return None
     training = project.workload.task != "inference"
     horizon_h = project.growth.horizon_months * HOURS_PER_MONTH
-    # dedicated vs cloud: how busy the server would be
-    if rec is not None and rec.time_hours is not None and training:
+    chosen = next((d for d in rec.deployments if rec.deployment is not None
+                   and (d.option, d.provider) == (rec.deployment.option, rec.deployment.provider)), None)
+    other = next((d for d in rec.deployments if chosen is not None and d.option != chosen.option), None)
+    priced = ([f"{chosen.option} ({chosen.provider}) is the cheapest way over {project.growth.horizon_months} months: "
+               f"{chosen.total_cost:,.0f} {chosen.currency}"
+               + (f" against {other.total_cost:,.0f} for {other.option} ({other.provider})" if other else "")]
+              if chosen is not None else [])
+    renting = chosen is not None and chosen.option != "on-prem"
+    if rec.time_hours is not None and training:
         g = project.growth  # the grown model on the grown data, as the costs count it
         busy = rec.time_hours * (work if work is not None else planned_work(g.model_scale, g.data_scale))
         share = busy / horizon_h
-        answer = ("cloud or rented GPUs for this run" if share < 0.3 else "a dedicated server")
-        return FaqAnswer(
-            question="Dedicated server or cloud?", answer=answer,
-            reasons=[f"the run keeps the recommended servers busy {_duration(busy)} of a "
-                     f"{horizon_h / HOURS_PER_MONTH:.0f}-month horizon ({share:.0%})",
-                     "below about a third of the time, renting is usually cheaper than owning; the deployment "
-                     "comparison (`gpuplan cost`) prices both"])
-    if rec is not None and not training:
-        return FaqAnswer(question="Dedicated server or cloud?",
-                         answer="a dedicated (or reserved) server: serving runs around the clock",
-                         reasons=["production inference keeps GPUs busy continuously, where owning or "
-                                  "reserving beats on-demand prices; `gpuplan cost` compares them"])
+        thumb = share < 0.3
+        answer = ("cloud or rented GPUs for this run" if (renting if chosen is not None else thumb)
+                  else "a dedicated server")
+        reasons = [f"the run keeps the recommended servers busy {_duration(busy)} of a "
+                   f"{horizon_h / HOURS_PER_MONTH:.0f}-month horizon ({share:.0%})",
+                   "below about a third of the time, renting is usually cheaper than owning; the deployment "
+                   "comparison (`gpuplan cost`) prices both"]
+        if chosen is not None and renting != thumb:
+            reasons.append("the prices overrule the rule of thumb here")
+        return FaqAnswer(question="Dedicated server or cloud?", answer=answer, reasons=priced + reasons)
+    if not training:
+        thumb_reason = ("production inference keeps GPUs busy continuously, where owning or reserving beats "
+                        "on-demand prices; `gpuplan cost` compares them")
+        if chosen is None or chosen.option == "on-prem":
+            answer = "a dedicated (or reserved) server: serving runs around the clock"
+        elif chosen.option == "managed":
+            answer = "a dedicated server, rented from a host: serving runs around the clock"
+        else:
+            answer = f"the cloud ({chosen.provider.removeprefix('cloud ')}): the cheapest way at this load"
+        reasons = priced + [thumb_reason]
+        if chosen is not None and chosen.option == "cloud":
+            reasons.append("the prices overrule the rule of thumb here")
+        return FaqAnswer(question="Dedicated server or cloud?", answer=answer, reasons=reasons)
     return None
 
 

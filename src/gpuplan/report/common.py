@@ -27,17 +27,26 @@ def price_text(c: Candidate) -> str:
     return "-" if c.price is None else fmt_money(c.price, c.currency)
 
 
+def ranked_cost(c: Candidate) -> tuple[float, str] | None:
+    """The cost the plan ranks `c` by, and its basis: the total of the way it is got over the horizon (its chosen
+    deployment: buying with the running costs less resale, "buy"; managed hosting or the cloud, "rent"); None when
+    no price list covers it."""
+    d = c.deployment
+    if d is None:
+        return None
+    return d.total_cost, "buy" if d.option == "on-prem" else "rent"
+
+
 def ranked_cost_text(c: Candidate) -> str:
-    """The cost the ranking compared, with its basis: the cheaper of buying the servers and renting the GPUs
-    ("21 rent", "53,181 buy"), in the plan's currency."""
-    return "-" if c.cost is None else f"{c.cost:,.0f} {c.cost_basis}"
+    """The cost the ranking compared, with its basis ("21 rent", "53,181 buy"), in the plan's currency."""
+    r = ranked_cost(c)
+    return "-" if r is None else f"{r[0]:,.0f} {r[1]}"
 
 
 def ranked_cost_caption(result: PlanResult) -> str:
     """What the alternatives' cost column is, under the table."""
-    training = any(c.time_hours is not None for c in result.candidates)
-    rent = "for the run" if training else "over the horizon"
-    out = f"cost as ranked: the cheaper of buying the servers or renting the GPUs {rent} (median price)"
+    out = ("cost as ranked: the cheapest way of getting it over the horizon, buying (with power, hosting, support "
+           "and staff, less resale) or renting (median price)")
     if result.objective == "cost":
         out += "; within 10% of the cheapest (or 1% of the budget) is equal, then fewer GPUs, then faster"
     return out
@@ -96,5 +105,5 @@ def chosen_deployment(c: Candidate) -> Deployment | None:
 
 
 __all__ = ["MONEY_COLUMNS", "chosen_deployment", "cost_text", "is_chosen", "layout_text", "money_cells", "price_text",
-           "ranked_cost_caption", "ranked_cost_text",
+           "ranked_cost", "ranked_cost_caption", "ranked_cost_text",
            "time_text", "unchosen_gpus"]

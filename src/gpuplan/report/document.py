@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from gpuplan.report import figures
-from gpuplan.report.common import chosen_deployment, is_chosen, unchosen_gpus
+from gpuplan.report.common import chosen_deployment, is_chosen, ranked_cost, unchosen_gpus
 from gpuplan.report.have import OPTION_HEAD, WAY_HEAD, have_lines, option_rows, way_rows
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
@@ -42,8 +42,17 @@ def _spec(c: Candidate, lang: str) -> str:
 def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
     nf = numbers(lang)
     return [["*" if c.pareto else "", c.gpu_id, f"{c.gpus_per_server} x {c.servers}", layout_in(c, lang),
-             gib_in(c.memory.device_bytes, nf), time_in(c, lang), price_in(c, nf), nf.sig(c.score)]
+             gib_in(c.memory.device_bytes, nf), time_in(c, lang), price_in(c, nf), _ranked_in(c, lang),
+             nf.sig(c.score)]
             for c in result.candidates]
+
+
+def _ranked_in(c: Candidate, lang: str) -> str:
+    """The cost the ranking compared: the total of the way the candidate is got over the horizon, and its basis."""
+    r, nf = ranked_cost(c), numbers(lang)
+    if r is None:
+        return "-"
+    return f"{nf.usd(r[0]) if c.currency == 'USD' else nf.money(r[0], c.currency)} {t(f'tx_basis_{r[1]}', lang)}"
 
 
 def _breakeven(d: Deployment, lang: str) -> str:
@@ -148,7 +157,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def _candidate_head(lang: str) -> list[str]:
     return ["", *(t(k, lang) for k in ("col_gpu", "col_shape", "col_layout", "col_mem", "col_time", "col_price",
-                                       "col_score"))]
+                                       "col_ranked", "col_score"))]
 
 
 def _deployment_head(lang: str) -> list[str]:
@@ -324,7 +333,7 @@ def render_html(result: PlanResult, lang: str = "en") -> str:
     out += [f"<h2>{_e(t('h_candidates', lang))}</h2>",
             "<p>" + _e(t(_caption_key(result), lang, shown=len(result.candidates),
                          total=numbers(lang).num(result.stats.candidates_evaluated))) + "</p>"]
-    out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7})
+    out += _html_table(_candidate_head(lang), _candidate_rows(result, lang), num={4, 5, 6, 7, 8})
     if result.growth_view:
         out += [f"<h2>{_e(t('h_growth', lang))}</h2>", f"<p>{_e(_growth_caption(result, lang))}</p>"]
         out += _html_table(_growth_head(result, lang), _growth_rows(result, lang))

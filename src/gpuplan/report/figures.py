@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from gpuplan.report.common import is_chosen
+from gpuplan.report.common import is_chosen, ranked_cost
 from gpuplan.report.i18n import t
 from gpuplan.report.numbers import Numbers, numbers
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
@@ -106,8 +106,9 @@ def draw_pareto(result: PlanResult, lang: str, fig: object) -> int:
     pts = []
     for c in result.candidates:
         x = c.time_hours if training else c.request_latency_s
-        if x is not None and c.cost is not None:
-            pts.append((c, x, c.cost))
+        cost = ranked_cost(c)  # as the ranking and its Pareto front count it
+        if x is not None and cost is not None:
+            pts.append((c, x, cost[0]))
     skipped = len(result.candidates) - len(pts)
     if not pts:
         _no_data(ax, lang)

@@ -80,6 +80,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "col_mem": ("GiB/GPU", "Gio/GPU"),
     "col_time": ("time", "durée"),
     "col_price": ("price", "prix"),
+    "col_ranked": ("cost as ranked (over the horizon)", "coût classé (sur l'horizon)"),
     "col_score": ("score", "score"),
     "col_candidate": ("candidate", "configuration"),
     "col_item": ("item", "point"),
@@ -288,10 +289,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     "tx_col_cost": ("cost {currency}", "coût {currency}"),
     "tx_basis_rent": ("rent", "location"),
     "tx_basis_buy": ("buy", "achat"),
-    "tx_ranked": ("cost as ranked: the cheaper of buying the servers or renting the GPUs {rent} (median price)",
-                  "coût classé : le moins cher de l'achat des serveurs ou de la location des GPU {rent} (prix médian)"),
-    "tx_ranked_run": ("for the run", "pour l'exécution"),
-    "tx_ranked_horizon": ("over the horizon", "sur l'horizon"),
+    "tx_ranked": ("cost as ranked: the cheapest way of getting it over the horizon, buying (with power, hosting, "
+                  "support and staff, less resale) or renting (median price)",
+                  "coût classé : la façon la moins chère de l'obtenir sur l'horizon, l'achat (avec l'électricité, "
+                  "l'hébergement, le support et le personnel, moins la revente) ou la location (prix médian)"),
     "tx_ranked_cost": ("; within 10% of the cheapest (or 1% of the budget) is equal, then fewer GPUs, then faster",
                        " ; à 10 % près du moins cher (ou à 1 % du budget près), égalité, puis moins de GPU, puis plus "
                        "rapide"),

@@ -12,6 +12,7 @@ from gpuplan.report.common import (
     MONEY_COLUMNS,
     is_chosen,
     money_cells,
+    ranked_cost,
     ranked_cost_caption,
     ranked_cost_text,
     time_text,
@@ -39,17 +40,16 @@ def candidates_table(result: PlanResult, top: int, width: int = WIDE, lang: str 
 
 def _ranked_cost(c: Candidate, lang: str) -> str:
     """The cost the ranking compared and its basis ("21 rent", "53,181 buy"), in the language's words."""
-    if lang == "en" or c.cost is None:
+    r = ranked_cost(c)
+    if lang == "en" or r is None:
         return ranked_cost_text(c)
-    return f"{numbers(lang).num(c.cost)} {t(f'tx_basis_{c.cost_basis}', lang)}"
+    return f"{numbers(lang).num(r[0])} {t(f'tx_basis_{r[1]}', lang)}"
 
 
 def _ranked_caption(result: PlanResult, lang: str) -> str:
     if lang == "en":
         return ranked_cost_caption(result)
-    training = any(c.time_hours is not None for c in result.candidates)
-    out = t("tx_ranked", lang, rent=t("tx_ranked_run" if training else "tx_ranked_horizon", lang))
-    return out + (t("tx_ranked_cost", lang) if result.objective == "cost" else "")
+    return t("tx_ranked", lang) + (t("tx_ranked_cost", lang) if result.objective == "cost" else "")
 
 
 def _candidates_table(result: PlanResult, top: int, width: int, score: bool, lang: str = "en") -> Table:
