@@ -313,9 +313,10 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
 
         usable = serving_usable(int(row.memory_gib * GIB), proj.workload, engine, head)
         if n > 1 and lay == Layout():
-            lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine)
+            lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine,
+                                 int(row.memory_gib * GIB))
     limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads(),
-                        engine=engine)
+                        engine=engine, gpu_bytes=int(row.memory_gib * GIB))
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
                      usable_bytes=usable, limits=limits)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
+from gpuplan.core.sizing.engine_memory import engine_cap
 from gpuplan.core.sizing.engines import GENERATE_MAX_SEQS
 from gpuplan.core.sizing.flops import attention_flops_per_key, forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
@@ -152,12 +153,12 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     reserved = reserved_bytes if reserved_bytes is not None else _reserved(arch, p, w, lay, serving)
     eng = serving.engine
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
-    budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
+    budget = prefill_budget(w, eng, large, gpu.memory_gib) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
     if not eng.paged:  # generate(): no cap on the batch it is given, every prompt prefilled in one forward pass
         seqs = GENERATE_MAX_SEQS
         budget = max(int(w.batch_size * m.prompt), 1)
-    cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
+    cap = engine_cap(int(gpu.memory_gib * GIB), w, eng)
     per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
     e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
