@@ -324,7 +324,9 @@ def markdown_section(rows: list[dict[str, Any]], summary: list[dict[str, Any]], 
            "run at the requests gpuplan's KV cache holds at once (up to the engine's cap); continuous-batching "
            f"rows get a token budget of {CONTINUOUS_TOKEN_BUDGET} per step unless the source states its engine "
            "flags (`engine_flags`: token budget, max_num_seqs, decode attention without a grouped-query kernel). "
-           "What each source leaves unstated is listed under `assumed:` in the cases file."), "",
+           "TensorRT-LLM's rows run as `workload.engine: tensorrt-llm` (its memory pool and defaults; `--all-vllm` "
+           "runs them as vLLM, as before issue 29's engines). What each source leaves unstated is listed under "
+           "`assumed:` in the cases file."), "",
            "Keys read: " + "; ".join(f"{LABEL[m]} from `{', '.join(k)}`" for m, k in keys.items()) + ".", "",
            *summary_lines(summary, markdown=True), *loso_lines(cal, markdown=True), "",
            "<details><summary>Every row</summary>", "",

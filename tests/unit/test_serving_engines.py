@@ -170,8 +170,9 @@ def test_engine_defaults_change_only_what_the_row_says() -> None:
     assert sd.engine.pool == "share"
 
 
-@pytest.mark.parametrize("engine,command", [("sglang", "python -m sglang.launch_server --model-path MODEL_ID --tp-size"),
-                                            ("tensorrt-llm", "trtllm-serve MODEL_ID --tp_size")])
+@pytest.mark.parametrize("engine,command", [
+    ("sglang", "python -m sglang.launch_server --model-path MODEL_ID --tp-size"),
+    ("tensorrt-llm", "trtllm-serve MODEL_ID --tp_size")])
 def test_exports_that_run_vllm_refuse_another_engine_and_give_its_command(engine: str, command: str) -> None:
     from gpuplan.core.export.common import engine_command
     from gpuplan.core.export.kubernetes import check_serving
