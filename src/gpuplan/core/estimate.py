@@ -36,12 +36,12 @@ from gpuplan.units import GIB
 
 #: workload keys that only mean something when serving (the load, its objectives, the engine's memory share)
 SERVING_ONLY = ("arrival_rate", "users", "think_time_s", "prompt_tokens_std", "output_tokens_std", "slo", "use_case",
-                "gpu_memory_utilization", "engine")
+                "gpu_memory_utilization", "engine", "speculative")
 #: workload keys an estimate echoes only for serving, and only for training
 INFERENCE_KEYS = frozenset({"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
                             "prefill_tokens", "target_latency_s", "arrival_rate", "arrival", "users", "think_time_s",
                             "prompt_tokens_std", "output_tokens_std", "slo", "use_case", "gpu_memory_utilization",
-                            "engine"})
+                            "engine", "speculative"})
 TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation", "micro_batch_size",
                            "global_batch_size", "sequence_length", "target_length", "gradient_checkpointing", "lora",
                            "tokens", "epochs", "tf32"})

@@ -160,6 +160,36 @@ class Slo(_Section):
     percentile: SloPercentile = 90
 
 
+class Speculative(_Section):
+    """Speculative decoding (issue #29): each engine step drafts `draft_tokens` tokens per decoding request (an
+    EAGLE-3 head, the model's own MTP modules, an n-gram lookup of the prompt, or a separate draft model of
+    `draft_parameters`), and the target verifies them in one forward pass, keeping the accepted ones and one of its
+    own. `acceptance_length`: mean tokens a verification step emits per request (1 + the accepted drafts; vLLM's and
+    SGLang's "acceptance length"), or `acceptance_rate`: the chance each drafted token is accepted, given the ones
+    before it were (the step then emits (1 - rate^(k+1)) / (1 - rate) tokens); defaults only where a published source
+    gives one (docs/serving.md)."""
+
+    method: Literal["eagle3", "mtp", "ngram", "draft"]
+    draft_tokens: int | None = Field(None, ge=1, le=16)
+    acceptance_length: float | None = Field(None, ge=1, le=17)
+    acceptance_rate: float | None = Field(None, ge=0, lt=1)
+    draft_parameters: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Speculative":
+        if self.acceptance_length is not None and self.acceptance_rate is not None:
+            raise ValueError("give acceptance_length or acceptance_rate, not both")
+        if (self.acceptance_length is not None and self.draft_tokens is not None
+                and self.acceptance_length > self.draft_tokens + 1):
+            raise ValueError(f"acceptance_length {self.acceptance_length:g} is more than a step can emit with "
+                             f"draft_tokens {self.draft_tokens} ({self.draft_tokens + 1})")
+        if self.method == "draft" and self.draft_parameters is None:
+            raise ValueError("method draft needs draft_parameters (the draft model's parameter count)")
+        if self.method != "draft" and self.draft_parameters is not None:
+            raise ValueError(f"draft_parameters applies to method draft, not {self.method}")
+        return self
+
+
 class PrefixCache(_Section):
     """Automatic prefix caching (vLLM's, on by default in its V1 engine): the share of prompt tokens found in the
     cache (vLLM's `prefix_cache_hits / prefix_cache_queries`, in tokens), which skip prefill; `shared`: the cached
@@ -229,6 +259,8 @@ class Workload(_Section):
     #: inference: prefix caching (None: the use case's default hit rate where data/serving.toml has a sourced one,
     #: else off; docs/serving.md)
     prefix_cache: PrefixCache | None = None
+    #: inference: speculative decoding (None: off)
+    speculative: Speculative | None = None
     #: training stack features (None: the framework's default, else off / standard). loss: chunked or fused
     #: cross-entropy never materialises the full fp32 logits
     loss: Loss | None = None
@@ -268,6 +300,11 @@ class Workload(_Section):
         if self.prefix_cache is not None and self.engine == "transformers":
             raise ValueError("prefix_cache needs a serving engine that keeps one (engine: vllm); Hugging Face "
                              "generate() (engine: transformers) prefills every prompt whole")
+        if self.speculative is not None and self.task != "inference":
+            raise ValueError(f"speculative applies to task inference, not {self.task}")
+        if self.speculative is not None and self.engine == "transformers":
+            raise ValueError("speculative decoding needs a serving engine (vllm, sglang, tensorrt-llm); gpuplan's "
+                             "engine transformers models plain generate()")
         if self.think_time_s is not None and self.users is None:
             raise ValueError("think_time_s applies to users (a closed population); give users too")
         return self

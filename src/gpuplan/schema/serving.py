@@ -197,6 +197,13 @@ class EngineDefaults(_Frozen):
     #: max_num_batched_tokens_large, its CUDA-graph batch `cuda_graph_max_bs`
     gpu_tiers: tuple[EngineTier, ...] = ()
     cuda_graph_max_bs: int = Field(0, ge=0)
+    #: speculative decoding with a model's MTP modules: the chance its drafted token is accepted (DeepSeek-V3's
+    #: published figure; None: none published)
+    mtp_acceptance_rate: float | None = Field(None, ge=0, lt=1)
+    #: SGLang's reserve grows when it speculates, MiB: an EAGLE or MTP draft's weights and CUDA graphs, a standalone
+    #: draft model's (n-gram adds nothing)
+    reserve_mib_speculative: float = Field(0.0, ge=0)
+    reserve_mib_speculative_draft: float = Field(0.0, ge=0)
     #: the engine these defaults are (workload.engine; data/serving.toml's [[engine]] rows change vLLM's)
     id: str = "vllm"
     #: a paged KV pool the engine preallocates and admits requests into, chunked prefill at a token budget, a
@@ -266,6 +273,8 @@ class EngineRow(_Frozen):
     reserve_min_above_gib: float | None = Field(None, ge=0)
     gpu_tiers: tuple[EngineTier, ...] | None = None
     cuda_graph_max_bs: int | None = Field(None, ge=0)
+    reserve_mib_speculative: float | None = Field(None, ge=0)
+    reserve_mib_speculative_draft: float | None = Field(None, ge=0)
     #: why gpuplan cannot model the engine yet (its facts sourced, its memory semantics not): refused with this
     refused: str | None = None
     source: str = Field(min_length=1)

@@ -154,6 +154,11 @@ def vllm_engine_flags(w: Workload, batch: int | None, model: str) -> tuple[list[
         args += ["--kv-cache-dtype", "fp8"]
     if w.prefix_cache is not None and w.prefix_cache.hit_rate > 0:  # the plan counted on it (on by default in V1)
         args += ["--enable-prefix-caching"]
+    if w.speculative is not None:  # the draft's checkpoint is the user's to name
+        k = w.speculative.draft_tokens
+        notes.append(f"speculative decoding was planned ({w.speculative.method}"
+                     + (f", {k} draft tokens" if k else "") + "): add vLLM's --speculative-config with the method, "
+                     "num_speculative_tokens and the draft's checkpoint.")
     return args, notes
 
 

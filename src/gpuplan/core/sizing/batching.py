@@ -110,13 +110,33 @@ class Engine:
     #: whether the requests in flight share them (their blocks held once, `cached` tokens in all) or each holds its own
     cached: float = 0.0
     cached_shared: bool = False
+    #: speculative decoding (core/sizing/speculative.py): tokens drafted per decoding request and step, tokens a
+    #: verification step emits per request, and one draft pass's cost (None: n-gram, or no speculation)
+    spec_k: int = 0
+    accepted: float = 1.0
+    draft: StepCost | None = None
     #: its hash, made once: an engine keys several caches (its saturation, its capacity, a search's timings)
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash((
             self.cost, self.budget, self.max_seqs, self.kv_tokens, self.block, self.prompt, self.output,
-            self.prompt_std, self.output_std, self.poisson, self.cached, self.cached_shared)))
+            self.prompt_std, self.output_std, self.poisson, self.cached, self.cached_shared, self.spec_k,
+            self.accepted, self.draft)))
+
+    def step(self, decodes: float, prefill: float, kv_tokens: float, pairs: float) -> float:
+        """Seconds of a step of `decodes` decoding requests and `prefill` prompt tokens (StepCost.seconds). With
+        speculation, each decoding request first drafts `spec_k` tokens (that many passes of the draft), then the
+        target verifies its spec_k + 1 tokens in the step: its linear layers see them all, its attention reads the
+        request's KV cache once for the spec_k + 1 queries (spec_k more attention pairs over its context each)."""
+        k = self.spec_k
+        if not k or decodes <= 0:
+            return self.cost.seconds(decodes, prefill, kv_tokens, pairs)
+        ctx = self.prompt + self.output / 2
+        t = self.cost.seconds(decodes * (k + 1), prefill, kv_tokens, pairs + k * decodes * ctx)
+        if self.draft is not None:
+            t += k * self.draft.seconds(decodes, 0.0, decodes * ctx, decodes * ctx)
+        return t
 
     @property
     def fresh(self) -> float:
@@ -161,7 +181,8 @@ class State:
 
 
 def decode_steps(e: Engine) -> float:
-    d = e.output - 1.0
+    """Steps a request decodes for after its first token: output - 1, over the tokens a step emits with speculation."""
+    d = (e.output - 1.0) / e.accepted
     return 0.0 if 0.0 > d else d  # max(d, 0.0)
 
 
@@ -187,9 +208,9 @@ def _step_parts(e: Engine, arrivals: float) -> _Parts:
     c_m = per_step / m if m > 0 else 0.0
     # each fresh prompt token attends to the tokens before it, the cached prefix's too: (P² - C²) / 2 pairs
     pairs_m = arrivals * (e.prompt * e.prompt - cached * cached) / 2 / m if m > 0 else 0.0
-    t_d = e.cost.seconds(d, 0.0, kv, kv)
+    t_d = e.step(d, 0.0, kv, kv)
     # a prefill chunk reads its request's context once: the cached prefix and (chunks + 1) / 2 chunks of the rest
-    t_m = e.cost.seconds(d, c_m, kv + c_m * (k + 1) / 2 + arrivals / m * cached, kv + pairs_m) if m > 0 else t_d
+    t_m = e.step(d, c_m, kv + c_m * (k + 1) / 2 + arrivals / m * cached, kv + pairs_m) if m > 0 else t_d
     return t_d, t_m, m, d, chunks, load, ""
 
 
@@ -311,7 +332,7 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     kv = d * (e.prompt + e.output / 2)
     fresh, cached = e.fresh, e.cached
     # a full budget of fresh prompt tokens, each attending to the cached prefix and half its own prompt's rest
-    full = e.cost.seconds(d, budget_left, kv + budget_left * (chunks + 1) / 2 + cached,
+    full = e.step(d, budget_left, kv + budget_left * (chunks + 1) / 2 + cached,
                           kv + budget_left * (cached + fresh / 2))
     per_token = full / budget_left
     s1 = fresh * per_token
@@ -345,7 +366,7 @@ def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
     total, done = 0.0, e.cached  # the cached prefix is read, not prefilled
     while done < e.prompt:
         c = min(budget_left, e.prompt - done)
-        total += e.cost.seconds(d, c, kv + done + c, kv + c * (done + c / 2))
+        total += e.step(d, c, kv + done + c, kv + c * (done + c / 2))
         done += c
     return total
 

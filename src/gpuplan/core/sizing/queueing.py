@@ -222,8 +222,9 @@ def latency(e: Engine, rate: float, state: State | None = None, queued_s: float 
     # is a Poisson count of arrivals times the run length
     step_var = m * (1 - m) * s.chunks * (s.mixed_s - s.decode_s) ** 2
     drift = _drift_var(e, s, dsteps * x + own)
-    itl = Dist(x if dsteps > 0 else 0.0, math.sqrt(step_var / dsteps + drift) if dsteps > 0 else 0.0)
-    e2e_var = resid_var + own_sd ** 2 + (e.output_std * x) ** 2 + dsteps * step_var + dsteps ** 2 * drift
+    per = e.accepted  # tokens a step emits per request (speculative decoding; 1 without)
+    itl = Dist(x / per if dsteps > 0 else 0.0, math.sqrt(step_var / dsteps + drift) / per if dsteps > 0 else 0.0)
+    e2e_var = resid_var + own_sd ** 2 + (e.output_std * x / per) ** 2 + dsteps * step_var + dsteps ** 2 * drift
     e2e = Dist(queued_s + resid + own + dsteps * x, math.sqrt(e2e_var), p_wait, theta)
     return Latency(state=s, ttft=ttft, itl=itl, e2e=e2e)
 

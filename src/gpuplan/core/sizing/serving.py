@@ -26,6 +26,7 @@ from gpuplan.core.sizing.rates import (
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
 from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, quantized_weights, request_tokens
 from gpuplan.core.sizing.slo import objectives
+from gpuplan.core.sizing.speculative import Draft, draft_of
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
@@ -80,6 +81,10 @@ class EngineModel:
     #: prompt tokens per request found in the prefix cache, and whether the requests in flight share them
     cached: float = 0.0
     cached_shared: bool = False
+    #: speculative decoding (core/sizing/speculative.py; None: off)
+    draft: Draft | None = None
+    draft_weight_b: float = 0.0  # bytes of the draft's weights, of which MoE experts
+    draft_expert_b: float = 0.0
 
 
 def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingData) -> EngineModel:
@@ -90,6 +95,9 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
     tokens = request_tokens(arch, w, serving.engine)
     prompt, out = lengths(arch, w, serving)
     paged = serving.engine.paged  # generate()'s cache keeps (and its attention reads) every token, whatever the window
+    draft = draft_of(arch, p, w, serving.engine) if paged else None
+    wb = WEIGHT_BYTES[dtype]
+    draft_kv = draft.layers * arch.cache_values_per_token_layer * kv_b if draft is not None else 0.0
     prec = "fp8-mixed" if dtype == "fp8" else "fp4" if dtype in FP4_WEIGHTS else "fp32" if dtype == "fp32" else "bf16"
     return EngineModel(
         prec=prec, weights_b=dense + experts,
@@ -97,13 +105,41 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
         num_kv_heads=arch.cache_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
         kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b, window=paged) / ctx,
-        kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
+        kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens + draft_kv,
         flops=2 * (p.active - p.embedding), attn_flops=attention_flops_per_key(arch) * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
         output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w),
         # prefix caching: the hit rate's share of the mean prompt is found in the cache and skips prefill
         cached=w.prefix_cache.hit_rate * prompt if paged and w.prefix_cache is not None else 0.0,
-        cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0))
+        cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0),
+        draft=draft, draft_weight_b=draft.params * wb if draft is not None else 0.0,
+        draft_expert_b=draft.expert_params * wb if draft is not None else 0.0)
+
+
+def draft_cost(arch: ModelArch, m: EngineModel, lay: Layout, gpu: Gpu, sm: SpeedModel, serving: ServingData,
+               node: int) -> StepCost | None:
+    """One pass of the speculation's draft on a replica of `lay` (split by its tensor parallelism, as vLLM and SGLang
+    run an EAGLE head or MTP module beside the target): reading its weights or its FLOPs, its layers' KV cache, its
+    kernels' floor and all-reduces. None: nothing runs on the GPU (n-gram), or no speculation."""
+    d = m.draft
+    if d is None or d.params == 0:
+        return None
+    prm, gen = sm.params, sm.generations[gpu.generation]
+    tp = lay.tp
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    peak = peak_flops(gpu, compute_precision(gpu, m.prec)) * _base_efficiency(gen, compute_precision(gpu, m.prec))
+    kv_layer = m.kv_read_b / max(m.layers, 1)  # one layer's KV per context token
+    moe = arch.moe if d.expert_params else None
+    return interned_cost(StepCost(
+        weights_s=m.draft_weight_b / tp / bw, experts_s=m.draft_expert_b / tp / bw,
+        num_experts=moe.num_experts if moe else 0, experts_per_token=moe.experts_per_token if moe else 0,
+        kv_s_per_token=(d.layers * kv_layer / min(tp, max(m.num_kv_heads, 1))
+                        / (bw * serving.engine.attention_bandwidth_ratio)),
+        decode_flop_s=2 * d.active_params / tp / peak,
+        attn_s_per_pair=m.attn_flops / max(m.layers, 1) * d.layers / tp / (peak * prm.attention_factor),
+        fixed_s=max(d.layers, 1) * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
+        allreduces=2 * d.layers if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b,
+        allreduce=all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None))
 
 
 def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
@@ -164,7 +200,10 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
                         max_seqs=seqs, kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt,
                         output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson,
-                        cached=m.cached, cached_shared=m.cached_shared))
+                        cached=m.cached, cached_shared=m.cached_shared,
+                        spec_k=m.draft.k if m.draft is not None else 0,
+                        accepted=m.draft.accepted if m.draft is not None else 1.0,
+                        draft=draft_cost(arch, m, lay, gpu, sm, serving, node)))
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
@@ -324,6 +363,9 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
         how_engine += (f"; prefix caching: {e.cached / e.prompt:.0%} of each prompt ({e.cached:,.0f} tokens) found in "
                        "the cache, not prefilled" + (", its KV blocks held once for the requests in flight"
                                                      if e.cached_shared else ", held by each request"))
+    if e.spec_k and w.speculative is not None:
+        how_engine += (f"; speculative decoding ({w.speculative.method}): {e.spec_k} token(s) drafted per request and "
+                       f"step, verified together by the model, {e.accepted:.2f} emitted per step on average")
     return [how_engine,
             (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gpuplan.core.sizing.activations import Resolved, resolve
 from gpuplan.core.sizing.levels import _finish
 from gpuplan.core.sizing.params import ParamCount, expert_weights
+from gpuplan.core.sizing.speculative import draft_of, draft_weight_bytes
 from gpuplan.schema.estimate import MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
@@ -92,6 +93,11 @@ def static_reserve_bytes(engine: EngineDefaults, w: Workload, lay: Layout, gpu_b
            + graphs * engine.reserve_mib_per_graph_batch + lay.tp * lay.pp * engine.reserve_mib_per_gpu)
     if gpu_bytes is not None and gpu_bytes > engine.reserve_min_above_gib * GIB:
         mib = max(mib, engine.reserve_min_mib)
+    spec = w.speculative.method if w.speculative is not None else None
+    if spec in ("eagle3", "mtp"):
+        mib += engine.reserve_mib_speculative
+    elif spec == "draft":
+        mib += engine.reserve_mib_speculative_draft
     return mib * 2**20
 
 
@@ -142,6 +148,11 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
         tokens_each -= shared
     kv = (kv_cache_bytes(arch, r.batch, tokens_each, kv_b, window=paged)
           + kv_cache_bytes(arch, 1, shared, kv_b, window=paged)) / min(lay.tp, arch.cache_kv_heads) / lay.pp
+    draft = draft_of(arch, p, w, engine) if engine is not None and w.speculative is not None else None
+    if draft is not None:  # the draft's weights (split as the target's) and its layers' KV cache of every token
+        weights += draft_weight_bytes(draft, wb if wb < 2 else WEIGHT_BYTES[dtype]) / lay.tp
+        kv += (draft.layers * arch.cache_values_per_token_layer * kv_b * r.batch * (tokens_each + shared)
+               / min(lay.tp, arch.cache_kv_heads))
     beta = 4 if dtype == "fp32" else 2
     tokens = min(prefill_budget(w, engine, gpu_gib=gpu_bytes / GIB if gpu_bytes is not None else None)
                  or r.batch * r.seq, r.batch * r.seq)
