@@ -176,6 +176,9 @@ class State:
     service_s2: float = 0.0
     kv_used_tokens: float = 0.0
     running: float = 0.0
+    #: the steps a prompt's prefill spreads over, continuous (fresh prompt tokens / the budget left, at least 1):
+    #: the scheduler packs prompts back to back, so a prompt shares its first and last steps with others
+    prefill_steps: float = 1.0
     #: a request's own prefill: its chunks back to back, each beside the running decodes (at least)
     own_prefill_s: float = 0.0
 
@@ -186,8 +189,8 @@ def decode_steps(e: Engine) -> float:
     return 0.0 if 0.0 > d else d  # max(d, 0.0)
 
 
-#: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound)
-_Parts = tuple[float, float, float, float, int, float, str]
+#: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound, prefill steps)
+_Parts = tuple[float, float, float, float, int, float, str, float]
 
 
 def _step_parts(e: Engine, arrivals: float) -> _Parts:
@@ -196,11 +199,17 @@ def _step_parts(e: Engine, arrivals: float) -> _Parts:
     d = arrivals * decode_steps(e)
     budget_left = e.budget - d
     if budget_left <= 0:
-        return 0.0, 0.0, 0.0, d, 1, 1.0, "budget"
+        return 0.0, 0.0, 0.0, d, 1, 1.0, "budget", 1.0
     fresh, cached = e.fresh, e.cached
     per_step = arrivals * fresh
     load = per_step / budget_left
-    chunks = k = max(math.ceil(fresh / budget_left), 1)
+    # the steps a prompt's prefill takes: whole steps for the request's own chunks (`chunks`), and, for how many steps
+    # carry prefill and what a chunk reads, the continuous count fresh / budget (`k`): the scheduler packs the
+    # waiting prompts back to back into each step's budget (first come first served), so a prompt's tokens share
+    # steps with the next one's and the prefill load changes smoothly with the prompt's length, not by a whole
+    # step at each multiple of the budget (an 8,180-token prompt was timed slower than an 8,192-token one)
+    chunks = max(math.ceil(fresh / budget_left), 1)
+    k = max(fresh / budget_left, 1.0)
     spread = 1 - math.exp(-arrivals * k) if e.poisson else min(1.0, arrivals * k)
     m = min(max(load, spread), 1.0)
     ctx = e.prompt + e.output / 2
@@ -211,7 +220,7 @@ def _step_parts(e: Engine, arrivals: float) -> _Parts:
     t_d = e.step(d, 0.0, kv, kv)
     # a prefill chunk reads its request's context once: the cached prefix and (chunks + 1) / 2 chunks of the rest
     t_m = e.step(d, c_m, kv + c_m * (k + 1) / 2 + arrivals / m * cached, kv + pairs_m) if m > 0 else t_d
-    return t_d, t_m, m, d, chunks, load, ""
+    return t_d, t_m, m, d, chunks, load, "", k
 
 
 def state_at(e: Engine, arrivals: float) -> State | None:
@@ -326,13 +335,13 @@ def _from_near(gap: Callable[[float], tuple[float, _Parts]], t0: float, rate: fl
 
 
 def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
-    t_d, t_m, m, d, chunks, _, _ = parts
+    t_d, t_m, m, d, chunks, _, _, k = parts
     # the prefill server (M/G/1): a request's prompt takes prompt / budget-left of a full-budget step
     budget_left = e.budget - d
     kv = d * (e.prompt + e.output / 2)
     fresh, cached = e.fresh, e.cached
     # a full budget of fresh prompt tokens, each attending to the cached prefix and half its own prompt's rest
-    full = e.step(d, budget_left, kv + budget_left * (chunks + 1) / 2 + cached,
+    full = e.step(d, budget_left, kv + budget_left * (k + 1) / 2 + cached,
                           kv + budget_left * (cached + fresh / 2))
     per_token = full / budget_left
     s1 = fresh * per_token
@@ -340,7 +349,7 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     fresh_std = e.prompt_std * fresh / e.prompt if e.prompt > 0 else 0.0
     s2 = (fresh ** 2 + fresh_std ** 2) * per_token ** 2
     rho = rate * s1
-    prefilling = rate * chunks * t_m
+    prefilling = rate * k * t_m
     running = d + prefilling
     held = e.held  # a shared cached prefix is held once (`shared`), the rest by each request
     kv_used = (d * (held + e.output / 2 + e.block / 2) + prefilling * (held - fresh / 2 + e.block / 2)
@@ -353,9 +362,9 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     elif kv_used + 2 * math.sqrt(max(running, 1.0)) * (held + e.output / 2) > e.kv_tokens:
         bound = "kv-cache"
     return State(rate=rate, stable=not bound, bound=bound, step_s=x, decode_s=t_d, mixed_s=t_m, mixed_share=m,
-                 decodes=d, chunks=chunks, prefill_load=min(rho, 1.0), service_s=s1, service_s2=s2,
+                 decodes=d, chunks=chunks, prefill_steps=k, prefill_load=min(rho, 1.0), service_s=s1, service_s2=s2,
                  kv_used_tokens=kv_used, running=running,
-                 own_prefill_s=max(chunks * t_m, _own_chunks_s(e, d, kv, budget_left)))
+                 own_prefill_s=max(k * t_m, _own_chunks_s(e, d, kv, budget_left)))
 
 
 def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
