@@ -23,6 +23,7 @@ from gpuplan.core.sizing.rates import (
     link_gbs,
     peak_flops,
 )
+from gpuplan.core.sizing.serving_encoder import encoder_speed
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
 from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, quantized_weights, request_tokens
 from gpuplan.core.sizing.slo import objectives
@@ -252,7 +253,7 @@ def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: L
     if serving is None:
         raise TypeError("estimate_inference_speed needs serving= (gpuplan.catalog.serving.load_serving())")
     if arch.kind not in ("decoder", "encoder-decoder"):
-        return _encoder_speed(arch, p, w, lay, gpus, gpu, sm)
+        return encoder_speed(arch, p, w, lay, gpus, gpu, sm)
     t = time_replicas(arch, p, w, lay, gpus, gpu, sm, serving, node=gpus_per_node or min(gpus, _node_gpus(gpu)),
                       reserved_bytes=reserved_bytes)
     return timed_result(arch, p, w, lay, gpu, sm, serving, t)
@@ -371,31 +372,6 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
             (f"{how}; {e.prompt:.0f} prompt and {e.output:.0f} output tokens on average; {replicas} replica(s) of "
              f"{lay.tp * lay.pp} GPU(s) (tp {lay.tp}, pp {lay.pp})")]
-
-
-def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
-                   sm: SpeedModel) -> SpeedResult:
-    """Encoders and vision models: one forward per request, the batch at once, no decoding."""
-    r = resolve(arch, w)
-    gen = sm.generations[gpu.generation]
-    prec = "fp32" if (w.weights_dtype or "bf16") == "fp32" else "bf16"
-    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec) * sm.params.prefill_factor
-    fwd = forward_flops(arch, p, r.seq, eager=w.attention == "eager", image_size=r.seq)
-    mp = lay.tp * lay.pp
-    replicas = max(gpus // mp, 1)
-    t = max(fwd.forward * r.batch / mp / peak, p.total * 2 / mp / (gpu.memory_bandwidth_gbs * GB * gen.bandwidth))
-    rps = r.batch * replicas / t
-    pc = Percentiles(p50=t, p90=t, p99=t)
-    inf = InferenceSpeed(
-        time_to_first_token_s=t, time_to_first_token_s_range=_span(t, sm), decode_tokens_per_s_per_request=0.0,
-        decode_tokens_per_s_per_request_range=(0.0, 0.0), aggregate_tokens_per_s=rps * fwd.tokens,
-        aggregate_tokens_per_s_range=_span(rps * fwd.tokens, sm, speed=True), batch_prefill_s=t,
-        request_latency_s=t, requests_per_s=rps, decode_bound="compute", target_latency_s=w.target_latency_s,
-        ttft_s=pc, itl_s=Percentiles(p50=0.0, p90=0.0, p99=0.0), e2e_s=pc, concurrency=rps * t,
-        replicas=replicas, assumptions=[f"{r.batch} request(s) per forward; {replicas} replica(s) of {mp} GPU(s)"])
-    compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
-                         flops_total=fwd.forward * r.batch * replicas)
-    return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
 __all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed",

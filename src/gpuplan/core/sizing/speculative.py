@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from gpuplan.core.sizing.params import ParamCount, _attention, _mlp, _norm, mtp_params
 from gpuplan.errors import InputError
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.project import Speculative, Workload
+from gpuplan.schema.project import Workload
 from gpuplan.schema.serving import EngineDefaults
+from gpuplan.schema.speculative import Speculative
 
 
 @dataclass(frozen=True, slots=True)
