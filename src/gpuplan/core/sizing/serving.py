@@ -352,7 +352,8 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
     else:
         how = f"{w.batch_size} requests in flight per replica"
     if serving.engine.paged:
-        how_engine = (f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
+        name = {"sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}.get(serving.engine.id, "vLLM")
+        how_engine = (f"continuous batching as {name} runs it: {e.budget} tokens per step (chunked prefill), up to "
                       f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in "
                       f"{e.block}-token blocks")
     else:
