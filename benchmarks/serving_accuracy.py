@@ -90,6 +90,9 @@ def build_project(case: dict[str, Any], batch_size: int | None = None) -> dict[s
         workload["arrival_rate"] = float(load["request_rate"])
     else:
         raise ValueError(f"{case['id']}: a max-load row needs a batch size (see max_batch)")
+    engine = gpuplan_engine(case)
+    if engine is not None:
+        workload["engine"] = engine
     flags = case.get("engine_flags") or {}
     if flags.get("max_num_batched_tokens"):
         workload["prefill_tokens"] = int(flags["max_num_batched_tokens"])
@@ -102,6 +105,20 @@ def build_project(case: dict[str, Any], batch_size: int | None = None) -> dict[s
         "hardware": {"gpu": case["gpu"], "gpus": int(case["gpus"]),
                      "layout": {"tp": int(case.get("tp", 1)), "pp": int(case.get("pp", 1))}},
     }
+
+
+#: the engine gpuplan models a row's with, by the start of the row's `engine` (none: vLLM, the default)
+ENGINE_OF = {"TensorRT-LLM": "tensorrt-llm", "SGLang": "sglang"}
+#: every row as vLLM (the figures before issue 29's engines; `--all-vllm`)
+ALL_VLLM = False
+
+
+def gpuplan_engine(case: dict[str, Any]) -> str | None:
+    """`workload.engine` for a row: TensorRT-LLM's and SGLang's rows run as those engines (their memory pools and
+    defaults, data/serving.toml [[engine]]), the rest as vLLM."""
+    if ALL_VLLM:
+        return None
+    return next((e for prefix, e in ENGINE_OF.items() if str(case.get("engine", "")).startswith(prefix)), None)
 
 
 def _estimate(project: dict[str, Any]) -> dict[str, Any]:
@@ -307,7 +324,9 @@ def markdown_section(rows: list[dict[str, Any]], summary: list[dict[str, Any]], 
            "run at the requests gpuplan's KV cache holds at once (up to the engine's cap); continuous-batching "
            f"rows get a token budget of {CONTINUOUS_TOKEN_BUDGET} per step unless the source states its engine "
            "flags (`engine_flags`: token budget, max_num_seqs, decode attention without a grouped-query kernel). "
-           "What each source leaves unstated is listed under `assumed:` in the cases file."), "",
+           "TensorRT-LLM's rows run as `workload.engine: tensorrt-llm` (its memory pool and defaults; `--all-vllm` "
+           "runs them as vLLM, as before issue 29's engines). What each source leaves unstated is listed under "
+           "`assumed:` in the cases file."), "",
            "Keys read: " + "; ".join(f"{LABEL[m]} from `{', '.join(k)}`" for m, k in keys.items()) + ".", "",
            *summary_lines(summary, markdown=True), *loso_lines(cal, markdown=True), "",
            "<details><summary>Every row</summary>", "",
@@ -324,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     out.add_argument("--markdown", action="store_true", help="print a Markdown section for docs/accuracy.md")
     out.add_argument("--json", action="store_true", help="print rows and summary as JSON")
     ap.add_argument("--no-loso", action="store_true", help="skip the leave-one-source-out fit")
+    ap.add_argument("--all-vllm", action="store_true", help="run every row as vLLM (before issue 29's engines)")
     args = ap.parse_args(argv)
+    global ALL_VLLM
+    ALL_VLLM = args.all_vllm
     cases = [c for c in load_cases(args.cases) if c["id"].startswith(args.only)]
     rows = [evaluate(c) for c in cases]
     summary = summarize(rows)

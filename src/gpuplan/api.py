@@ -311,11 +311,11 @@ def fit(project: Project | dict[str, Any] | str | Path, *, gpu: str, gpus: int |
         from gpuplan.core.sizing.engine_memory import serving_layout, serving_usable
         from gpuplan.core.sizing.params import count_params
 
-        usable = serving_usable(int(row.memory_gib * GIB), proj.workload, engine, head)
+        usable = serving_usable(gpu_b := int(row.memory_gib * GIB), proj.workload, engine, head)
         if n > 1 and lay == Layout():
-            lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine)
+            lay = serving_layout(arch, count_params(arch), proj.workload, n, usable, load_overheads(), engine, gpu_b)
     limits = fit_limits(arch, proj.workload, lay, n, usable, load_activation_table(), load_overheads(),
-                        engine=engine)
+                        engine=engine, gpu_bytes=int(row.memory_gib * GIB))
     return FitResult(project=proj.name, gpu_id=row.id, gpus=n,
                      layout={"zero": lay.zero, "tp": lay.tp, "pp": lay.pp, "offload": lay.offload},
                      usable_bytes=usable, limits=limits)

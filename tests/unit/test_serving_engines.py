@@ -1,8 +1,10 @@
 """workload.engine (issue 29): the engine's memory and scheduling semantics. `transformers` is Hugging Face
 generate(): the whole batch prefilled at once and a full KV cache per sequence whatever the sliding window (checked
 byte for byte against exact traces in tests/trace/test_estimate_vs_trace.py, the `engine transformers` cases);
-`sglang` and `tensorrt-llm` are refused with their sourced pools; every serving estimate states the memory to hold
-the load's requests in flight and the least on which the engine starts."""
+`sglang` sizes its KV cache as mem_fraction_static of the GPU less the weights (its reserve for activations and CUDA
+graphs from its chunked-prefill size), `tensorrt-llm` as free_gpu_memory_fraction of the memory the weights and the
+step's buffers leave; every serving estimate states the memory to hold the load's requests in flight and the least
+on which the engine starts."""
 
 from __future__ import annotations
 
@@ -75,13 +77,69 @@ def test_in_flight_memory_grows_with_the_batch_and_start_memory_does_not(a: int,
     assert m_lo.start_bytes == m_hi.start_bytes
 
 
-@pytest.mark.parametrize("engine,words", [("sglang", "mem-fraction-static"),
-                                          ("tensorrt-llm", "free_gpu_memory_fraction")])
-def test_engines_not_modelled_are_refused_with_their_source(engine: str, words: str) -> None:
-    with pytest.raises(InputError) as err:
-        api.estimate(_project(engine))
-    msg = str(err.value)
-    assert "workload.engine" in msg and "not modelled yet" in msg and words in msg and "source:" in msg
+def _served(engine: str, gpu: str = "h100-sxm-80gb", **workload: object) -> tuple[object, object]:
+    r = api.estimate({"model": {"preset": "llama-3.1-8b"},
+                      "workload": {"task": "inference", "batch_size": 16, "context_length": 2048, "output_tokens": 256,
+                                   "engine": engine, **workload},
+                      "hardware": {"gpu": gpu, "gpus": 1}})
+    return r.memory, r.inference
+
+
+#: bytes of KV cache per token of Llama 3.1 8B in bf16: K and V, 32 layers, 8 KV heads of 128
+KV_TOKEN = 2 * 32 * 8 * 128 * 2
+
+
+def test_sglang_fills_mem_fraction_static_of_the_gpu_with_weights_and_kv() -> None:
+    """SGLang on an H100 (79.6 GiB, 81,510 MiB) at tp 1 (server_args._handle_gpu_memory_settings): chunked prefill
+    8192, CUDA graphs up to batch 256, reserve 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13,440 MiB, so
+    mem_fraction_static = (81,510 - 13,440) / 81,510 = 0.835; its KV cache is that share of the GPU less the weights
+    and the CUDA context."""
+    m, inf = _served("sglang")
+    gpu = 81510.4 * 2**20
+    outside = m.device_bytes - m.reserved_bytes
+    kv_bytes = (81510.4 - 13440) / 81510.4 * gpu - m.weights_bytes - outside
+    assert inf.kv_cache_tokens * KV_TOKEN == pytest.approx(kv_bytes, rel=1e-3)
+    assert inf.max_num_batched_tokens == 8192 and inf.max_num_seqs == 2048 and inf.engine == "sglang"
+    # the project's gpu_memory_utilization is SGLang's --mem-fraction-static itself
+    _, inf80 = _served("sglang", gpu_memory_utilization=0.8)
+    assert inf80.kv_cache_tokens * KV_TOKEN == pytest.approx(0.8 * gpu - m.weights_bytes - outside, rel=1e-3)
+
+
+def test_tensorrt_llm_gives_its_kv_cache_a_fraction_of_the_free_memory() -> None:
+    """free_gpu_memory_fraction 0.9 of what the weights and the step's buffers (8,192 tokens) leave."""
+    m, inf = _served("tensorrt-llm")
+    vllm, _ = _served("vllm")
+    non_kv = vllm.device_bytes - vllm.kv_cache_bytes  # the same weights, buffers at 8,192 tokens, graphs, context
+    assert inf.kv_cache_tokens * KV_TOKEN == pytest.approx(0.9 * (81510.4 * 2**20 - non_kv), rel=2e-3)
+    assert inf.max_num_batched_tokens == 8192 and inf.max_num_seqs == 2048 and inf.engine == "tensorrt-llm"
+    # the memory it leaves free is counted: the device total at a full cache is the whole GPU
+    assert m.fits and m.headroom_bytes is not None and m.headroom_bytes >= 0
+
+
+@pytest.mark.parametrize("gpu,budget", [("l40s-48gb", 4096), ("h100-sxm-80gb", 8192), ("h200-sxm-141gb", 8192),
+                                        ("b200-180gb", 16384)])
+def test_sglang_chunked_prefill_follows_the_gpu_memory(gpu: str, budget: int) -> None:
+    """server_args: chunked_prefill_size 4096 under 60 GiB, 8192 under 160 GiB, 16384 above; the timing uses it."""
+    m, inf = _served("sglang", gpu)
+    assert inf.max_num_batched_tokens == budget
+    _, fixed = _served("sglang", gpu, prefill_tokens=2048)  # the project's budget wins (--chunked-prefill-size)
+    assert fixed.max_num_batched_tokens == 2048
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from(["sglang", "tensorrt-llm"]), st.integers(1, 512))
+def test_the_engines_kv_cache_does_not_depend_on_the_load(engine: str, batch: int) -> None:
+    """The pool is sized at start: what the KV cache holds does not follow the requests in flight (SGLang's reserve
+    covers the step's buffers; TensorRT-LLM's free memory is taken beside buffers that grow a little with a small
+    batch's prefill and its logits, as vLLM's), and the engine holds no more than the GPU."""
+    _, a = _served(engine, batch_size=batch)
+    _, b = _served(engine, batch_size=1)
+    m, _ = _served(engine, batch_size=batch)
+    if engine == "sglang":
+        assert a.kv_cache_tokens == b.kv_cache_tokens
+    else:
+        assert a.kv_cache_tokens == pytest.approx(b.kv_cache_tokens, rel=0.02)
+    assert max(m.device_bytes, m.load_device_bytes) <= 81510.4 * 2**20
 
 
 @pytest.mark.parametrize("key,value", [("arrival_rate", 2.0), ("users", 10), ("prefill_tokens", 8192)])
@@ -106,3 +164,29 @@ def test_engine_defaults_change_only_what_the_row_says() -> None:
     assert engine_defaults(sd, None) is sd.engine and engine_defaults(sd, "vllm") is sd.engine
     for row in sd.engines.values():
         assert row.source and row.as_of
+    sg, trt = engine_defaults(sd, "sglang"), engine_defaults(sd, "tensorrt-llm")
+    assert sg.pool == "static" and [t.chunked_prefill_tokens for t in sg.gpu_tiers] == [2048, 2048, 4096, 8192, 16384]
+    assert trt.pool == "free" and trt.gpu_memory_utilization == 0.9 and trt.block_size_tokens == 32
+    assert sd.engine.pool == "share"
+
+
+@pytest.mark.parametrize("engine,command", [
+    ("sglang", "python -m sglang.launch_server --model-path MODEL_ID --tp-size"),
+    ("tensorrt-llm", "trtllm-serve MODEL_ID --tp_size")])
+def test_exports_that_run_vllm_refuse_another_engine_and_give_its_command(engine: str, command: str) -> None:
+    from gpuplan.core.export.common import engine_command
+    from gpuplan.core.export.kubernetes import check_serving
+    from gpuplan.schema.plan import Candidate
+    from gpuplan.schema.project import Project
+
+    project = Project.model_validate({"name": "svc", "model": {"preset": "llama-3.1-8b"},
+                                      "workload": {"task": "inference", "engine": engine, "batch_size": 8,
+                                                   "context_length": 2048, "output_tokens": 256}})
+    plan = api.plan(project.model_dump(mode="json", exclude_none=True))
+    c = plan.candidates[0]
+    assert isinstance(c, Candidate)
+    line = engine_command(project.workload, c, "MODEL_ID")
+    assert line is not None and line.startswith(command) and "2304" in line  # the context: prompt + output
+    with pytest.raises(InputError) as err:
+        check_serving(project, c, "kserve and lws manifests")
+    assert "run vLLM" in str(err.value) and command in str(err.value)

@@ -36,12 +36,12 @@ from gpuplan.units import GIB
 
 #: workload keys that only mean something when serving (the load, its objectives, the engine's memory share)
 SERVING_ONLY = ("arrival_rate", "users", "think_time_s", "prompt_tokens_std", "output_tokens_std", "slo", "use_case",
-                "gpu_memory_utilization", "engine")
+                "gpu_memory_utilization", "engine", "speculative")
 #: workload keys an estimate echoes only for serving, and only for training
 INFERENCE_KEYS = frozenset({"batch_size", "context_length", "output_tokens", "weights_dtype", "kv_cache_dtype",
                             "prefill_tokens", "target_latency_s", "arrival_rate", "arrival", "users", "think_time_s",
                             "prompt_tokens_std", "output_tokens_std", "slo", "use_case", "gpu_memory_utilization",
-                            "engine"})
+                            "engine", "speculative"})
 TRAINING_KEYS = frozenset({"precision", "optimizer", "optimizer_implementation", "micro_batch_size",
                            "global_batch_size", "sequence_length", "target_length", "gradient_checkpointing", "lora",
                            "tokens", "epochs", "tf32"})
@@ -160,7 +160,8 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     if serve and hw.gpus > 1 and hw.layout == Layout() and gpu is not None:
         assert serving is not None
         usable = serving_usable(int(gpu.memory_gib * GIB), w, serving.engine, project.constraints.memory_headroom)
-        lay = serving_layout(arch, params, w, hw.gpus, usable, overheads, serving.engine)
+        lay = serving_layout(arch, params, w, hw.gpus, usable, overheads, serving.engine,
+                             int(gpu.memory_gib * GIB))
         if lay != hw.layout:
             hw = Hardware(gpu=hw.gpu, gpus=hw.gpus, layout=lay)
             notes = [*notes, Note(code="serving-layout", message=f"no layout given: tensor parallel {lay.tp}"
@@ -171,7 +172,8 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     if serve and gpu is not None:  # the engine's share: the requests its KV cache admits, the rest queue
         assert serving is not None
         cap = engine_cap(int(gpu.memory_gib * GIB), w, serving.engine)
-        mem, holds = admitted_memory(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine, cap)
+        mem, holds = admitted_memory(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine, cap,
+                                     gpu_bytes=int(gpu.memory_gib * GIB))
     elif serve:
         assert serving is not None
         mem = estimate_serving_memory(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine)
@@ -197,8 +199,9 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
         in_flight = in_flight_requests(arch, w, inference)
         out = out.model_copy(update={
             "in_flight_bytes": in_flight_bytes(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine,
-                                               in_flight), "in_flight_requests": in_flight,
-            "start_bytes": serving_start_bytes(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine)})
+                                               in_flight, gpu_bytes), "in_flight_requests": in_flight,
+            "start_bytes": serving_start_bytes(arch, params, w, hw.layout, hw.gpus, overheads, serving.engine,
+                                               gpu_bytes)})
     return EstimateResult(
         project=project.name,
         model=ModelInfo(name=model_name, origin=origin, model_type=arch.model_type, parameters=params.total,

@@ -20,6 +20,7 @@ from gpuplan.schema.defaults import (
     MEMORY_HEADROOM,
     Objective,
 )
+from gpuplan.schema.speculative import Speculative
 
 Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference", "dpo", "grpo"]
 #: how a preference-tuned policy trains (DPO): every parameter, or LoRA adapters on a frozen base
@@ -229,6 +230,8 @@ class Workload(_Section):
     #: inference: prefix caching (None: the use case's default hit rate where data/serving.toml has a sourced one,
     #: else off; docs/serving.md)
     prefix_cache: PrefixCache | None = None
+    #: inference: speculative decoding (None: off)
+    speculative: Speculative | None = None
     #: training stack features (None: the framework's default, else off / standard). loss: chunked or fused
     #: cross-entropy never materialises the full fp32 logits
     loss: Loss | None = None
@@ -268,6 +271,11 @@ class Workload(_Section):
         if self.prefix_cache is not None and self.engine == "transformers":
             raise ValueError("prefix_cache needs a serving engine that keeps one (engine: vllm); Hugging Face "
                              "generate() (engine: transformers) prefills every prompt whole")
+        if self.speculative is not None and self.task != "inference":
+            raise ValueError(f"speculative applies to task inference, not {self.task}")
+        if self.speculative is not None and self.engine == "transformers":
+            raise ValueError("speculative decoding needs a serving engine (vllm, sglang, tensorrt-llm); gpuplan's "
+                             "engine transformers models plain generate()")
         if self.think_time_s is not None and self.users is None:
             raise ValueError("think_time_s applies to users (a closed population); give users too")
         return self

@@ -137,6 +137,16 @@ class LatencyCurve(_Frozen):
 
 # --- data/serving.toml ----------------------------------------------------------------------------------------
 
+class EngineTier(_Frozen):
+    """SGLang's defaults for GPUs of less than `below_gib` of memory (sglang server_args._handle_gpu_memory_settings):
+    its chunked-prefill size and the largest batch it captures CUDA graphs for, below and from tensor parallel 4."""
+
+    below_gib: float = Field(gt=0)
+    chunked_prefill_tokens: int = Field(gt=0)
+    cuda_graph_max_bs: int = Field(gt=0)
+    cuda_graph_max_bs_tp4: int = Field(gt=0)
+
+
 class EngineDefaults(_Frozen):
     """A serving engine's defaults (vLLM's unless noted), by id in data/serving.toml's [[param]] rows."""
 
@@ -167,6 +177,33 @@ class EngineDefaults(_Frozen):
     #: XQA kernel: one thread block per query head), not once per group (vLLM's paged attention, FlashInfer, XQA);
     #: an engine's property, not a default: off unless a caller says so
     kv_read_per_query_head: bool = False
+    #: how the engine sizes its KV pool: "share", a share of each GPU holds everything (vLLM's
+    #: gpu_memory_utilization); "static", the GPU less a reserve for activations and CUDA graphs holds the weights
+    #: and the KV cache (SGLang's mem_fraction_static, the reserve `reserve_*`, workload.gpu_memory_utilization the
+    #: fraction itself); "free", a fraction (gpu_memory_utilization) of the memory left free after the weights and
+    #: the step's buffers (TensorRT-LLM's free_gpu_memory_fraction)
+    pool: Literal["share", "static", "free"] = "share"
+    #: SGLang's reserve, MiB per GPU: a constant, per token of its chunked-prefill size (at least 2,048), per batch
+    #: its CUDA graphs are captured for, per GPU of tensor x pipeline parallelism, and at least `reserve_min_mib` on
+    #: GPUs of more than `reserve_min_above_gib`
+    reserve_base_mib: float = Field(0.0, ge=0)
+    reserve_mib_per_prefill_token: float = Field(0.0, ge=0)
+    reserve_min_prefill_tokens: int = Field(0, ge=0)
+    reserve_mib_per_graph_batch: float = Field(0.0, ge=0)
+    reserve_mib_per_gpu: float = Field(0.0, ge=0)
+    reserve_min_mib: float = Field(0.0, ge=0)
+    reserve_min_above_gib: float = Field(0.0, ge=0)
+    #: the engine's defaults by GPU memory (SGLang), smallest first; its budget without a GPU is
+    #: max_num_batched_tokens_large, its CUDA-graph batch `cuda_graph_max_bs`
+    gpu_tiers: tuple[EngineTier, ...] = ()
+    cuda_graph_max_bs: int = Field(0, ge=0)
+    #: speculative decoding with a model's MTP modules: the chance its drafted token is accepted (DeepSeek-V3's
+    #: published figure; None: none published)
+    mtp_acceptance_rate: float | None = Field(None, ge=0, lt=1)
+    #: SGLang's reserve grows when it speculates, MiB: an EAGLE or MTP draft's weights and CUDA graphs, a standalone
+    #: draft model's (n-gram adds nothing)
+    reserve_mib_speculative: float = Field(0.0, ge=0)
+    reserve_mib_speculative_draft: float = Field(0.0, ge=0)
     #: the engine these defaults are (workload.engine; data/serving.toml's [[engine]] rows change vLLM's)
     id: str = "vllm"
     #: a paged KV pool the engine preallocates and admits requests into, chunked prefill at a token budget, a
@@ -222,6 +259,22 @@ class EngineRow(_Frozen):
     block_size_tokens: int | None = Field(None, gt=0)
     cuda_graph_gib: float | None = Field(None, ge=0)
     decode_kernel_s: float | None = Field(None, gt=0, lt=1e-3)
+    max_num_batched_tokens_large: int | None = Field(None, gt=0)
+    max_num_batched_tokens_small: int | None = Field(None, gt=0)
+    max_num_seqs_large: int | None = Field(None, gt=0)
+    max_num_seqs_small: int | None = Field(None, gt=0)
+    pool: Literal["share", "static", "free"] | None = None
+    reserve_base_mib: float | None = Field(None, ge=0)
+    reserve_mib_per_prefill_token: float | None = Field(None, ge=0)
+    reserve_min_prefill_tokens: int | None = Field(None, ge=0)
+    reserve_mib_per_graph_batch: float | None = Field(None, ge=0)
+    reserve_mib_per_gpu: float | None = Field(None, ge=0)
+    reserve_min_mib: float | None = Field(None, ge=0)
+    reserve_min_above_gib: float | None = Field(None, ge=0)
+    gpu_tiers: tuple[EngineTier, ...] | None = None
+    cuda_graph_max_bs: int | None = Field(None, ge=0)
+    reserve_mib_speculative: float | None = Field(None, ge=0)
+    reserve_mib_speculative_draft: float | None = Field(None, ge=0)
     #: why gpuplan cannot model the engine yet (its facts sourced, its memory semantics not): refused with this
     refused: str | None = None
     source: str = Field(min_length=1)
@@ -239,5 +292,5 @@ class ServingData(_Frozen):
     engines: dict[str, EngineRow] = Field(default_factory=dict)
 
 
-__all__ = ["AllReduceCost", "EngineDefaults", "EngineRow", "InferenceSpeed", "LatencyCurve", "LatencyPoint",
-           "Objectives", "Percentiles", "ServingData", "Span", "UseCaseTemplate"]
+__all__ = ["AllReduceCost", "EngineDefaults", "EngineRow", "EngineTier", "InferenceSpeed", "LatencyCurve",
+           "LatencyPoint", "Objectives", "Percentiles", "ServingData", "Span", "UseCaseTemplate"]

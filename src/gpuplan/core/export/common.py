@@ -154,7 +154,40 @@ def vllm_engine_flags(w: Workload, batch: int | None, model: str) -> tuple[list[
         args += ["--kv-cache-dtype", "fp8"]
     if w.prefix_cache is not None and w.prefix_cache.hit_rate > 0:  # the plan counted on it (on by default in V1)
         args += ["--enable-prefix-caching"]
+    if w.speculative is not None:  # the draft's checkpoint is the user's to name
+        k = w.speculative.draft_tokens
+        notes.append(f"speculative decoding was planned ({w.speculative.method}"
+                     + (f", {k} draft tokens" if k else "") + "): add vLLM's --speculative-config with the method, "
+                     "num_speculative_tokens and the draft's checkpoint.")
     return args, notes
+
+
+def engine_command(w: Workload, c: Candidate, model: str) -> str | None:
+    """The launch command of the plan's engine when it is not vLLM (SGLang's server, TensorRT-LLM's trtllm-serve),
+    from their documented flags: the layout's tensor and pipeline parallelism, a fixed batch's cap, the context, the
+    token budget and the memory fraction the project set; None for vLLM and generate()."""
+    engine = w.engine or "vllm"
+    lay, cap = c.layout, engine_batch_cap(c)
+    ctx = w.context_length + (w.output_tokens or 0) if w.context_length else None
+    if engine == "sglang":  # python -m sglang.launch_server --help (sgl-project/sglang server_args.py)
+        args = ["python -m sglang.launch_server", "--model-path", model, "--tp-size", str(lay.tp)]
+        args += ["--pp-size", str(lay.pp)] if lay.pp > 1 else []
+        args += ["--max-running-requests", str(cap)] if cap is not None else []
+        args += ["--context-length", str(ctx)] if ctx else []
+        args += ["--chunked-prefill-size", str(w.prefill_tokens)] if w.prefill_tokens else []
+        args += ["--mem-fraction-static", f"{w.gpu_memory_utilization:g}"] if w.gpu_memory_utilization else []
+        args += ["--kv-cache-dtype", "fp8_e4m3"] if w.kv_cache_dtype == "fp8" else []
+        return " ".join(args)
+    if engine == "tensorrt-llm":  # trtllm-serve --help (nvidia.github.io/TensorRT-LLM, commands/trtllm-serve)
+        args = ["trtllm-serve", model, "--tp_size", str(lay.tp)]
+        args += ["--pp_size", str(lay.pp)] if lay.pp > 1 else []
+        args += ["--max_batch_size", str(cap)] if cap is not None else []
+        args += ["--max_seq_len", str(ctx)] if ctx else []
+        args += ["--max_num_tokens", str(w.prefill_tokens)] if w.prefill_tokens else []
+        args += (["--kv_cache_free_gpu_memory_fraction", f"{w.gpu_memory_utilization:g}"]
+                 if w.gpu_memory_utilization else [])
+        return " ".join(args)
+    return None
 
 
 def _scalar(v: Any) -> str:
@@ -192,4 +225,4 @@ def to_yaml(d: dict[str, Any], indent: int = 0) -> str:
 
 __all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "SCRIPTS", "SERVING_TARGETS", "TARGETS", "Shape", "Target",
            "comment", "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml",
-           "vllm_engine_flags"]
+           "vllm_engine_flags", "engine_command"]

@@ -79,7 +79,7 @@ def _requests(c: Candidate, gpus: int) -> dict[str, Any]:
 
 def render_vllm_helm(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     """values.yaml for the vllm-stack chart serving the candidate's replicas."""
-    check_serving(p)
+    check_serving(p, c, "vLLM production-stack values")
     r = Replicas(c)
     name = slug(p.name)
     flags, notes = vllm_engine_flags(p.workload, r.batch, "modelURL")

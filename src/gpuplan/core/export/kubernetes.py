@@ -21,6 +21,7 @@ from typing import Any
 from gpuplan.core.export.common import (
     comment,
     engine_batch_cap,
+    engine_command,
     origin,
     server_line,
     slug,
@@ -93,14 +94,17 @@ def _resources(c: Candidate, gpus: int) -> dict[str, Any]:
     return {"requests": {"cpu": str(cpu), "memory": mem, kind: str(gpus)}, "limits": {kind: str(gpus)}}
 
 
-def check_serving(p: Project) -> None:
-    """Refuse a project the serving manifests cannot run: a training task, or an engine other than vLLM."""
+def check_serving(p: Project, c: Candidate | None = None, target: str = "these manifests") -> None:
+    """Refuse a project the serving manifests cannot run: a training task, or an engine other than vLLM (the
+    message then gives the engine's own launch command for the candidate `c`)."""
     if p.workload.task != "inference":
         raise InputError(["--to"], f"project {p.name!r} trains (workload.task: {p.workload.task}); kserve, lws and "
                          "vllm-helm write serving manifests", "accelerate, deepspeed, torchrun, skypilot")
     if (p.workload.engine or "vllm") != "vllm":
-        raise InputError(["workload", "engine"], f"the manifests run vLLM; the plan was made for engine "
-                         f"{p.workload.engine}", "engine: vllm (or export the plan's shape by hand)")
+        command = engine_command(p.workload, c, "MODEL_ID") if c is not None else None
+        raise InputError(["workload", "engine"], f"{target} run vLLM; the plan was made for engine "
+                         f"{p.workload.engine}" + (f", which runs as: {command}" if command else ""),
+                         "engine: vllm (or run that command in your own manifest)")
 
 
 def _header(p: Project, c: Candidate, index: int, r: Replicas, model_id: str | None, extra: list[str]) -> list[str]:
@@ -117,7 +121,7 @@ def _header(p: Project, c: Candidate, index: int, r: Replicas, model_id: str | N
 
 def render_kserve(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     """A KServe InferenceService (Hugging Face runtime, vLLM backend) for the candidate's replicas."""
-    check_serving(p)
+    check_serving(p, c, "kserve and lws manifests")
     r = Replicas(c)
     name = slug(p.name)
     multi = r.nodes > 1
@@ -142,7 +146,7 @@ def render_kserve(p: Project, c: Candidate, index: int, model_id: str | None) ->
 
 def render_lws(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     """A LeaderWorkerSet (one group per replica) running vLLM, and a HorizontalPodAutoscaler on it."""
-    check_serving(p)
+    check_serving(p, c, "kserve and lws manifests")
     r = Replicas(c)
     name = slug(p.name)
     args, notes = vllm_args(p, c, r)

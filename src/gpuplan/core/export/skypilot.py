@@ -14,6 +14,7 @@ from gpuplan.core.export.common import (
     Shape,
     comment,
     engine_batch_cap,
+    engine_command,
     layout_line,
     origin,
     server_line,
@@ -22,6 +23,7 @@ from gpuplan.core.export.common import (
     vllm_engine_flags,
 )
 from gpuplan.core.export.torchrun import continued, script_args, script_notes, threads
+from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project
 from gpuplan.units import GIB
@@ -83,6 +85,11 @@ def render_skypilot(p: Project, c: Candidate, s: Shape, index: int) -> str:
 def render_skyserve(p: Project, c: Candidate, index: int, model_id: str | None) -> str:
     """A SkyServe service (sky serve up) running vLLM with the planned tensor parallelism and replicas."""
     w, lay = p.workload, c.layout
+    if (w.engine or "vllm") != "vllm":  # the service runs vLLM; another engine's own command, where it has one
+        command = engine_command(w, c, "MODEL_ID")
+        raise InputError(["workload", "engine"], f"the SkyServe service runs vLLM; the plan was made for engine "
+                         f"{w.engine}" + (f", which runs as: {command}" if command else ""),
+                         "engine: vllm (or put that command in the service's run:)")
     tp = lay.tp
     per_server = c.gpus_per_server // tp
     acc, warn = _accelerator(c)

@@ -290,10 +290,10 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         n_in_flight = in_flight_requests(ctx.arch, w, k.inference.inference if k.inference is not None else None)
         at_load = w.model_copy(update={"batch_size": n_in_flight})
         mem = admitted_memory(ctx.arch, ctx.params, at_load, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine,
-                              k.usable)[0]
-        start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine)
+                              k.usable, gpu_bytes=k.cap)[0]
+        start = serving_start_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine, k.cap)
         in_flight = in_flight_bytes(ctx.arch, ctx.params, w, lay, lay.tp * lay.pp, ctx.overheads, ctx.engine,
-                                    n_in_flight)
+                                    n_in_flight, k.cap)
     else:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)

@@ -46,10 +46,7 @@ from gpuplan.core.sizing.project import (
     training_tokens,
 )
 from gpuplan.core.sizing.serving_load import Timing
-from gpuplan.core.sizing.speed import (
-    StepWork,
-    tokens_per_sample,
-)
+from gpuplan.core.sizing.speed import StepWork, tokens_per_sample
 from gpuplan.core.sizing.step_time import StepTime
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
@@ -75,6 +72,7 @@ class ShapeKey(NamedTuple):
 
     n: int
     per_server: int
+    gpu: int = 0  # the GPU's memory where the serving engine's memory depends on it (ServingTimer.gpu_key), else 0
 
 
 def memory_headroom(project: Project) -> float:
@@ -160,11 +158,11 @@ class _Search:
             inp.serving is not None and not self.training) else None
 
     # ------------------------------------------------------------------------------------------ memory
-    def shape(self, n: int, per_server: int) -> tuple[list[Config], int | None]:
+    def shape(self, n: int, per_server: int, gpu: int = 0) -> tuple[list[Config], int | None]:
         """n GPUs' configurations in servers of `per_server`, in the order they are timed, and the least memory per
         GPU of any of them (None: there is none). Keyed by (n, min(per_server, 8)): tensor parallelism spans at
-        most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's."""
-        key = ShapeKey(n, per_server if per_server < 8 else 8)
+        most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's; `gpu`: ShapeKey.gpu."""
+        key = ShapeKey(n, per_server if per_server < 8 else 8, gpu)
         hit = self.configs.get(key)
         if hit is None:
             inp = self.inp
@@ -174,7 +172,7 @@ class _Search:
                 self.evaluated += self.space.computed - before
             else:
                 cs = inference_configs(self.arch, self.p, self.w, n, per_server, inp.table, inp.overheads, self.engine,
-                                       None if self.serve is None else self.serve.start_bytes)
+                                       None if self.serve is None else self.serve.starts_on(gpu))
                 self.evaluated += len(cs)
             hit = self.configs[key] = (sorted(cs, key=_ORDER), min(map(_BYTES, cs), default=None))
         return hit
@@ -246,7 +244,7 @@ class _Search:
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
         n = ps * servers
-        cs, smallest = self.shape(n, ps)
+        cs, smallest = self.shape(n, ps, self.serve.gpu_key(int(gpu.memory_gib * GIB)) if self.serve else 0)
         self.tried.setdefault(gpu.id, []).append((ps, servers))
         if smallest is None or smallest > usable:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):

@@ -37,6 +37,12 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
 from gpuplan.schema.serving import EngineDefaults, ServingData
 from gpuplan.schema.speed import SpeedModel, SpeedResult
+from gpuplan.units import GIB
+
+
+def gpu_bytes(gpu: Gpu) -> int:
+    """A GPU's memory in bytes, as the serving memory reads it."""
+    return int(gpu.memory_gib * GIB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,8 @@ class MemoryLoad:
     pp: int
     batch: int
     context: int | None
+    #: the GPU's memory, bytes, for an engine whose memory depends on it (SGLang, TensorRT-LLM); 0 for vLLM
+    gpu: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +127,7 @@ class ServingTimer:
         self.model_scale = model_scale
         self.decoder = arch.kind in ("decoder", "encoder-decoder")
         self.memory: dict[MemoryLoad, MemoryEstimate] = {}
-        self.starts: dict[Layout, int] = {}
+        self.starts: dict[tuple[Layout, int], int] = {}
         self.workloads: dict[Requests, Workload] = {}
         self.grown: dict[MemoryLoad, dict[int, int]] = {}  # by the load, then the usable bytes per GPU
         self.costs: dict[StepKey, StepCost] = {}
@@ -134,27 +142,38 @@ class ServingTimer:
         if m is None:
             assert self.engine is not None
             lay = Layout(tp=key.tp, pp=key.pp)
-            m = self.memory[key] = estimate_serving_memory(arch, p, w, lay, key.tp * key.pp, self.oh, self.engine)
+            m = self.memory[key] = estimate_serving_memory(arch, p, w, lay, key.tp * key.pp, self.oh, self.engine,
+                                                           key.gpu or None)
         return m
 
-    def start_bytes(self, c: Config) -> int:
+    def gpu_key(self, gpu_bytes: int) -> int:
+        """The GPU's memory where the engine's memory depends on it (a static or free pool: SGLang, TensorRT-LLM),
+        else 0: vLLM's estimates are the same on every GPU, and the search keeps them once."""
+        return gpu_bytes if self.engine is not None and self.engine.pool != "share" else 0
+
+    def start_bytes(self, c: Config, gpu_bytes: int = 0) -> int:
         """What the engine of the layout `c` needs to start and hold one request (engine_memory.serving_start_bytes):
-        the same on every GPU count, so once per layout."""
-        got = self.starts.get(c.layout)
+        the same on every GPU count, so once per layout (and GPU memory, `gpu_key`)."""
+        g = self.gpu_key(gpu_bytes)
+        got = self.starts.get((c.layout, g))
         if got is None:
             assert self.engine is not None
             lay = c.layout
-            got = self.starts[lay] = serving_start_bytes(self.arch, self.p, c.workload, lay, lay.tp * lay.pp, self.oh,
-                                                         self.engine)
+            got = self.starts[(lay, g)] = serving_start_bytes(self.arch, self.p, c.workload, lay, lay.tp * lay.pp,
+                                                              self.oh, self.engine, g or None)
         return got
 
-    def reserved_bytes(self, c: Config) -> float | None:
+    def starts_on(self, gpu_bytes: int) -> Callable[[Config], int]:
+        """`start_bytes` on a GPU of `gpu_bytes` (what inference_configs asks of each layout)."""
+        return lambda c: self.start_bytes(c, gpu_bytes)
+
+    def reserved_bytes(self, c: Config, gpu_bytes: int = 0) -> float | None:
         """Bytes per GPU the engine keeps besides the KV cache (None: the default, without engine defaults)."""
         if self.engine is None:
             return None
         w = c.workload
-        m = self.estimate(MemoryLoad(1.0, c.layout.tp, c.layout.pp, w.batch_size, w.context_length), self.arch,
-                          self.p, w)
+        m = self.estimate(MemoryLoad(1.0, c.layout.tp, c.layout.pp, w.batch_size, w.context_length,
+                                     self.gpu_key(gpu_bytes)), self.arch, self.p, w)
         return m.device_bytes - m.breakdown.kv_cache_bytes
 
     def grown_bytes(self, c: Config, factor: float, usable: int, grown: tuple[ModelArch, ParamCount],
@@ -166,7 +185,8 @@ class ServingTimer:
         lay = c.layout
         batch = max(math.ceil(w_grown.batch_size / (c.n // (lay.tp * lay.pp))), 1)
         scale = max(self.model_scale * factor, 1.0)  # core/sizing/project.grow_arch
-        at_load = MemoryLoad(scale, lay.tp, lay.pp, batch, w_grown.context_length)
+        g = self.gpu_key(usable)  # an engine with its own reserve fills the GPU: its usable bytes are the GPU's
+        at_load = MemoryLoad(scale, lay.tp, lay.pp, batch, w_grown.context_length, g)
         by_usable = self.grown.get(at_load)
         if by_usable is None:
             by_usable = self.grown[at_load] = {}
@@ -177,7 +197,7 @@ class ServingTimer:
 
             def estimate(batch_size: int) -> MemoryEstimate:
                 at = at_load if batch_size == batch else MemoryLoad(scale, lay.tp, lay.pp, batch_size,
-                                                                    gw.context_length)
+                                                                    gw.context_length, g)
                 m = self.memory.get(at)
                 return m if m is not None else self.estimate(at, a, pa, self.workload(c, batch_size, gw.context_length))
 
@@ -202,7 +222,7 @@ class ServingTimer:
         w, lay = c.workload, c.layout
         if not self.decoder:
             r = estimate_inference_speed(self.arch, self.p, w, lay, c.n, gpu, self.sm, gpus_per_node=ps,
-                                         serving=self.serving, reserved_bytes=self.reserved_bytes(c))
+                                         serving=self.serving, reserved_bytes=self.reserved_bytes(c, gpu_bytes(gpu)))
             return Served(key=None, sizing=None, encoder=r, fresh=True)
         if self.model is None:  # the search's workload's, whatever the layout
             self.model = engine_model(self.arch, self.p, w, self.serving)
@@ -211,7 +231,8 @@ class ServingTimer:
         if cost is None:
             cost = self.costs[sk] = step_cost(self.arch, self.p, w, lay, gpu, self.sm, self.serving, ps, self.model)
         rep = build_replica(self.arch, self.p, w, lay, gpu, self.sm, self.serving, node=ps,
-                            reserved_bytes=self.reserved_bytes(c), cost=cost, model=self.model)
+                            reserved_bytes=self.reserved_bytes(c, gpu_bytes(gpu)), cost=cost,
+                            model=self.model)
         replicas = max(c.n // (lay.tp * lay.pp), 1)
         key = EngineLoad(rep.engine, rep.pp, replicas, w.batch_size)
         sz = self.sizings.get(key)

@@ -22,72 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gpuplan.core.sizing.tp_comm import AllReduce
-
-
-@dataclass(frozen=True, slots=True)
-class StepCost:
-    """Seconds of one engine step on one replica, from per-GPU rates (each pipeline stage does 1/pp of it).
-
-    The step runs its kernels one after another, so its time is the sum of each kernel family's own roofline,
-    not one roofline over the whole step: the linear layers (reading the weights, or their FLOPs at the
-    efficiency a matmul of the step's tokens reaches) and then the attention over the KV cache (reading it at
-    the bandwidth the paged-attention kernels reach, or its FLOPs); a prefill chunk's compute therefore does not
-    hide under the decoding requests' KV reads. Then the kernels' floor and the tensor-parallel all-reduces."""
-
-    #: weights read per step (dense part), seconds; MoE: expert weights in all and their routing
-    weights_s: float
-    experts_s: float = 0.0
-    num_experts: int = 0
-    experts_per_token: int = 0
-    #: reading one token of KV cache (every layer) in the attention kernels, seconds
-    kv_s_per_token: float = 0.0
-    #: compute per decoding token and per prefill token (matmuls at the roofline), seconds
-    decode_flop_s: float = 0.0
-    prefill_flop_s: float = 0.0
-    #: attention compute per (query token, context token) pair
-    attn_s_per_pair: float = 0.0
-    #: the decode kernels' floor per step (replayed from a CUDA graph)
-    fixed_s: float = 0.0
-    #: all-reduces per step (two per layer) and the bytes each moves per token
-    allreduces: int = 0
-    allreduce_bytes_per_token: float = 0.0
-    allreduce: AllReduce | None = None
-    #: pipeline stages and the seconds of one hop between stages per token and fixed
-    pp: int = 1
-    hop_s: float = 0.0
-    hop_s_per_token: float = 0.0
-    #: its hash, made once: a step cost is in the key of every cache its engines are in
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((
-            self.weights_s, self.experts_s, self.num_experts, self.experts_per_token, self.kv_s_per_token,
-            self.decode_flop_s, self.prefill_flop_s, self.attn_s_per_pair, self.fixed_s, self.allreduces,
-            self.allreduce_bytes_per_token, self.allreduce, self.pp, self.hop_s, self.hop_s_per_token)))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def seconds(self, decodes: float, prefill: float, kv_tokens: float, pairs: float) -> float:
-        """A step of `decodes` decoding requests and `prefill` prompt tokens that reads `kv_tokens` tokens of KV
-        cache and computes `pairs` attention pairs."""
-        tokens = decodes + prefill
-        w = self.weights_s
-        if self.num_experts:
-            e = self.num_experts
-            touched = e * (1 - (1 - self.experts_per_token / e) ** max(tokens, 0.0))
-            w -= self.experts_s * (e - touched) / e
-        gemm = self.decode_flop_s * decodes + self.prefill_flop_s * prefill
-        # the larger of each pair (max()'s choice, first of equals, without a call: the search's hottest line)
-        kv, pair = self.kv_s_per_token * kv_tokens, self.attn_s_per_pair * pairs
-        t = (gemm if gemm > w else w) + (pair if pair > kv else kv) + self.fixed_s
-        if self.allreduce is not None and self.allreduces:  # a step that runs carries at least one token
-            t += self.allreduces * self.allreduce.seconds((1.0 if 1.0 > tokens else tokens)
-                                                          * self.allreduce_bytes_per_token)
-        if self.pp > 1:  # every stage in turn, then a hop to the next
-            t = self.pp * t + (self.pp - 1) * (self.hop_s + self.hop_s_per_token * tokens)
-        return t
+from gpuplan.core.sizing.serving_step import StepCost
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +45,33 @@ class Engine:
     #: whether the requests in flight share them (their blocks held once, `cached` tokens in all) or each holds its own
     cached: float = 0.0
     cached_shared: bool = False
+    #: speculative decoding (core/sizing/speculative.py): tokens drafted per decoding request and step, tokens a
+    #: verification step emits per request, and one draft pass's cost (None: n-gram, or no speculation)
+    spec_k: int = 0
+    accepted: float = 1.0
+    draft: StepCost | None = None
     #: its hash, made once: an engine keys several caches (its saturation, its capacity, a search's timings)
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash((
             self.cost, self.budget, self.max_seqs, self.kv_tokens, self.block, self.prompt, self.output,
-            self.prompt_std, self.output_std, self.poisson, self.cached, self.cached_shared)))
+            self.prompt_std, self.output_std, self.poisson, self.cached, self.cached_shared, self.spec_k,
+            self.accepted, self.draft)))
+
+    def step(self, decodes: float, prefill: float, kv_tokens: float, pairs: float) -> float:
+        """Seconds of a step of `decodes` decoding requests and `prefill` prompt tokens (StepCost.seconds). With
+        speculation, each decoding request first drafts `spec_k` tokens (that many passes of the draft), then the
+        target verifies its spec_k + 1 tokens in the step: its linear layers see them all, its attention reads the
+        request's KV cache once for the spec_k + 1 queries (spec_k more attention pairs over its context each)."""
+        k = self.spec_k
+        if not k or decodes <= 0:
+            return self.cost.seconds(decodes, prefill, kv_tokens, pairs)
+        ctx = self.prompt + self.output / 2
+        t = self.cost.seconds(decodes * (k + 1), prefill, kv_tokens, pairs + k * decodes * ctx)
+        if self.draft is not None:
+            t += k * self.draft.seconds(decodes, 0.0, decodes * ctx, decodes * ctx)
+        return t
 
     @property
     def fresh(self) -> float:
@@ -156,17 +111,21 @@ class State:
     service_s2: float = 0.0
     kv_used_tokens: float = 0.0
     running: float = 0.0
+    #: the steps a prompt's prefill spreads over, continuous (fresh prompt tokens / the budget left, at least 1):
+    #: the scheduler packs prompts back to back, so a prompt shares its first and last steps with others
+    prefill_steps: float = 1.0
     #: a request's own prefill: its chunks back to back, each beside the running decodes (at least)
     own_prefill_s: float = 0.0
 
 
 def decode_steps(e: Engine) -> float:
-    d = e.output - 1.0
+    """Steps a request decodes for after its first token: output - 1, over the tokens a step emits with speculation."""
+    d = (e.output - 1.0) / e.accepted
     return 0.0 if 0.0 > d else d  # max(d, 0.0)
 
 
-#: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound)
-_Parts = tuple[float, float, float, float, int, float, str]
+#: a step at a load: (t_decode, t_mixed, mixed share, decodes per step, chunks, prefill load, bound, prefill steps)
+_Parts = tuple[float, float, float, float, int, float, str, float]
 
 
 def _step_parts(e: Engine, arrivals: float) -> _Parts:
@@ -175,11 +134,17 @@ def _step_parts(e: Engine, arrivals: float) -> _Parts:
     d = arrivals * decode_steps(e)
     budget_left = e.budget - d
     if budget_left <= 0:
-        return 0.0, 0.0, 0.0, d, 1, 1.0, "budget"
+        return 0.0, 0.0, 0.0, d, 1, 1.0, "budget", 1.0
     fresh, cached = e.fresh, e.cached
     per_step = arrivals * fresh
     load = per_step / budget_left
-    chunks = k = max(math.ceil(fresh / budget_left), 1)
+    # the steps a prompt's prefill takes: whole steps for the request's own chunks (`chunks`), and, for how many steps
+    # carry prefill and what a chunk reads, the continuous count fresh / budget (`k`): the scheduler packs the
+    # waiting prompts back to back into each step's budget (first come first served), so a prompt's tokens share
+    # steps with the next one's and the prefill load changes smoothly with the prompt's length, not by a whole
+    # step at each multiple of the budget (an 8,180-token prompt was timed slower than an 8,192-token one)
+    chunks = max(math.ceil(fresh / budget_left), 1)
+    k = max(fresh / budget_left, 1.0)
     spread = 1 - math.exp(-arrivals * k) if e.poisson else min(1.0, arrivals * k)
     m = min(max(load, spread), 1.0)
     ctx = e.prompt + e.output / 2
@@ -187,10 +152,10 @@ def _step_parts(e: Engine, arrivals: float) -> _Parts:
     c_m = per_step / m if m > 0 else 0.0
     # each fresh prompt token attends to the tokens before it, the cached prefix's too: (P² - C²) / 2 pairs
     pairs_m = arrivals * (e.prompt * e.prompt - cached * cached) / 2 / m if m > 0 else 0.0
-    t_d = e.cost.seconds(d, 0.0, kv, kv)
+    t_d = e.step(d, 0.0, kv, kv)
     # a prefill chunk reads its request's context once: the cached prefix and (chunks + 1) / 2 chunks of the rest
-    t_m = e.cost.seconds(d, c_m, kv + c_m * (k + 1) / 2 + arrivals / m * cached, kv + pairs_m) if m > 0 else t_d
-    return t_d, t_m, m, d, chunks, load, ""
+    t_m = e.step(d, c_m, kv + c_m * (k + 1) / 2 + arrivals / m * cached, kv + pairs_m) if m > 0 else t_d
+    return t_d, t_m, m, d, chunks, load, "", k
 
 
 def state_at(e: Engine, arrivals: float) -> State | None:
@@ -305,13 +270,13 @@ def _from_near(gap: Callable[[float], tuple[float, _Parts]], t0: float, rate: fl
 
 
 def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
-    t_d, t_m, m, d, chunks, _, _ = parts
+    t_d, t_m, m, d, chunks, _, _, k = parts
     # the prefill server (M/G/1): a request's prompt takes prompt / budget-left of a full-budget step
     budget_left = e.budget - d
     kv = d * (e.prompt + e.output / 2)
     fresh, cached = e.fresh, e.cached
     # a full budget of fresh prompt tokens, each attending to the cached prefix and half its own prompt's rest
-    full = e.cost.seconds(d, budget_left, kv + budget_left * (chunks + 1) / 2 + cached,
+    full = e.step(d, budget_left, kv + budget_left * (k + 1) / 2 + cached,
                           kv + budget_left * (cached + fresh / 2))
     per_token = full / budget_left
     s1 = fresh * per_token
@@ -319,7 +284,7 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     fresh_std = e.prompt_std * fresh / e.prompt if e.prompt > 0 else 0.0
     s2 = (fresh ** 2 + fresh_std ** 2) * per_token ** 2
     rho = rate * s1
-    prefilling = rate * chunks * t_m
+    prefilling = rate * k * t_m
     running = d + prefilling
     held = e.held  # a shared cached prefix is held once (`shared`), the rest by each request
     kv_used = (d * (held + e.output / 2 + e.block / 2) + prefilling * (held - fresh / 2 + e.block / 2)
@@ -332,9 +297,9 @@ def _state(e: Engine, rate: float, x: float, parts: _Parts) -> State:
     elif kv_used + 2 * math.sqrt(max(running, 1.0)) * (held + e.output / 2) > e.kv_tokens:
         bound = "kv-cache"
     return State(rate=rate, stable=not bound, bound=bound, step_s=x, decode_s=t_d, mixed_s=t_m, mixed_share=m,
-                 decodes=d, chunks=chunks, prefill_load=min(rho, 1.0), service_s=s1, service_s2=s2,
+                 decodes=d, chunks=chunks, prefill_steps=k, prefill_load=min(rho, 1.0), service_s=s1, service_s2=s2,
                  kv_used_tokens=kv_used, running=running,
-                 own_prefill_s=max(chunks * t_m, _own_chunks_s(e, d, kv, budget_left)))
+                 own_prefill_s=max(k * t_m, _own_chunks_s(e, d, kv, budget_left)))
 
 
 def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
@@ -345,7 +310,7 @@ def _own_chunks_s(e: Engine, d: float, kv: float, budget_left: float) -> float:
     total, done = 0.0, e.cached  # the cached prefix is read, not prefilled
     while done < e.prompt:
         c = min(budget_left, e.prompt - done)
-        total += e.cost.seconds(d, c, kv + done + c, kv + c * (done + c / 2))
+        total += e.step(d, c, kv + done + c, kv + c * (done + c / 2))
         done += c
     return total
 

@@ -29,17 +29,19 @@ from gpuplan.schema.speed import InferenceSpeed
 
 
 def _serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                    engine: EngineDefaults) -> tuple[MemoryEstimate, float, int]:
+                    engine: EngineDefaults, gpu_bytes: int | None = None) -> tuple[MemoryEstimate, float, int]:
     """(the engine's memory, the checkpoint-loading peak, that peak per GPU with the allocator's reserve)."""
     check_stack(arch, w)
-    m = estimate_inference(arch, p, w, lay, gpus, oh, engine)
+    m = estimate_inference(arch, p, w, lay, gpus, oh, engine, gpu_bytes=gpu_bytes)
     load = load_peak_bytes(arch, p, w, lay, m.breakdown.weights_bytes)
     return m, load, _reserve_and_device(load, 0, oh, gpus, lay, False)[1]
 
 
 def estimate_serving_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                            engine: EngineDefaults) -> MemoryEstimate:
-    m, load, device = _serving_memory(arch, p, w, lay, gpus, oh, engine)
+                            engine: EngineDefaults, gpu_bytes: int | None = None) -> MemoryEstimate:
+    """The engine's memory per GPU with the checkpoint-loading peak; `gpu_bytes`: the GPU's memory, for the engines
+    whose defaults and pool depend on it (SGLang, TensorRT-LLM)."""
+    m, load, device = _serving_memory(arch, p, w, lay, gpus, oh, engine, gpu_bytes)
     return m.model_copy(update={"load_peak_bytes": load, "load_device_bytes": device})
 
 
@@ -49,23 +51,24 @@ def one_request(w: Workload) -> Workload:
 
 
 def serving_start_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                        engine: EngineDefaults) -> int:
+                        engine: EngineDefaults, gpu_bytes: int | None = None) -> int:
     """Bytes per GPU an engine needs to start and hold one request of the workload's lengths: weights, prefill
     workspace, CUDA graphs, context and one request's KV cache (or the checkpoint-loading peak, if higher)."""
-    m, _, load_device = _serving_memory(arch, p, one_request(w), lay, gpus, oh, engine)
+    m, _, load_device = _serving_memory(arch, p, one_request(w), lay, gpus, oh, engine, gpu_bytes)
     return max(m.device_bytes, load_device)
 
 
 def admitted_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
                     engine: EngineDefaults, cap: int,
-                    estimate: Callable[[int], MemoryEstimate] | None = None) -> tuple[MemoryEstimate, int]:
+                    estimate: Callable[[int], MemoryEstimate] | None = None,
+                    gpu_bytes: int | None = None) -> tuple[MemoryEstimate, int]:
     """(the memory an engine with `cap` bytes per GPU holds at the load, the requests of the workload's lengths its
     KV cache holds): the KV of the requests in flight it admits, all of them when they fit, else as many as fit
     (at least one, so an engine that cannot start shows what one request needs). `estimate`: the serving memory of
     `w` with a given batch_size (estimate_serving_memory; a search passes one that remembers them)."""
     def at(batch_size: int) -> MemoryEstimate:
         return estimate_serving_memory(arch, p, w if batch_size == w.batch_size else w.model_copy(
-            update={"batch_size": batch_size}), lay, gpus, oh, engine)
+            update={"batch_size": batch_size}), lay, gpus, oh, engine, gpu_bytes)
 
     est = estimate or at
     m = est(w.batch_size)
@@ -80,18 +83,24 @@ def admitted_memory(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gp
 
 
 def engine_cap(gpu_bytes: int, w: Workload, engine: EngineDefaults) -> int:
-    """The bytes of one GPU the engine may take: workload.gpu_memory_utilization (the engine's default) of it."""
+    """The bytes of one GPU the engine may take: workload.gpu_memory_utilization (the engine's default) of it; the
+    whole GPU for an engine that keeps its reserve itself (SGLang, TensorRT-LLM: their estimates count it)."""
+    if engine.pool != "share":
+        return gpu_bytes
     return int(gpu_bytes * (w.gpu_memory_utilization or engine.gpu_memory_utilization))
 
 
 def serving_usable(gpu_bytes: int, w: Workload, engine: EngineDefaults, headroom: float) -> int:
     """What a serving replica may use per GPU: the engine's share, and no more than the plan's memory headroom
-    leaves (the engine's utilisation is itself a headroom: the two are not stacked)."""
+    leaves (the engine's utilisation is itself a headroom: the two are not stacked; an engine that keeps its own
+    reserve, SGLang's or TensorRT-LLM's, has it in its estimate and fills the GPU)."""
+    if engine.pool != "share":
+        return engine_cap(gpu_bytes, w, engine)
     return min(engine_cap(gpu_bytes, w, engine), int(gpu_bytes * (1 - headroom)))
 
 
 def serving_layout(arch: ModelArch, params: ParamCount, w: Workload, gpus: int, usable: int, oh: Overheads,
-                   engine: EngineDefaults) -> Layout:
+                   engine: EngineDefaults, gpu_bytes: int | None = None) -> Layout:
     """The layout for serving on `gpus` GPUs when none is given: the smallest tensor-parallel degree (a power of two
     dividing the GPUs and the heads, up to 8), then pipeline stages, whose replica's KV cache holds the load's
     requests in flight within `usable` bytes per GPU; if none does, the smallest that starts (holds one request:
@@ -105,7 +114,7 @@ def serving_layout(arch: ModelArch, params: ParamCount, w: Workload, gpus: int, 
             layouts.append(Layout(tp=tp, pp=pp))
     for need in (w, one_request(w)):
         for lay in layouts:
-            m = estimate_serving_memory(arch, params, need, lay, lay.tp * lay.pp, oh, engine)
+            m = estimate_serving_memory(arch, params, need, lay, lay.tp * lay.pp, oh, engine, gpu_bytes)
             if max(m.device_bytes, m.load_device_bytes) <= usable:
                 return lay
     return Layout(tp=tps[-1])
@@ -120,10 +129,11 @@ def in_flight_requests(arch: ModelArch, w: Workload, inf: InferenceSpeed | None)
 
 
 def in_flight_bytes(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, oh: Overheads,
-                    engine: EngineDefaults, requests: int) -> int:
+                    engine: EngineDefaults, requests: int, gpu_bytes: int | None = None) -> int:
     """Peak bytes per GPU with `requests` per replica held at once, none queued (`in_flight_requests`): what
     `estimate` and a plan's candidate report as `memory.in_flight_bytes`."""
-    full = estimate_serving_memory(arch, p, w.model_copy(update={"batch_size": requests}), lay, gpus, oh, engine)
+    full = estimate_serving_memory(arch, p, w.model_copy(update={"batch_size": requests}), lay, gpus, oh, engine,
+                                   gpu_bytes)
     return max(full.device_bytes, full.load_device_bytes)
 
 

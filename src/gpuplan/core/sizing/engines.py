@@ -25,8 +25,9 @@ def engine_defaults(serving: ServingData, name: str | None) -> EngineDefaults:
         raise InputError(["workload", "engine"], f"no engine {name!r} in data/serving.toml", ", ".join(ENGINES))
     if row.refused:
         raise InputError(["workload", "engine"], f"engine {name} is not modelled yet: {row.refused} "
-                         f"(source: {row.source})", "vllm, transformers")
-    changes = {k: v for k, v in row.model_dump(exclude={"id", "refused", "source", "as_of"}).items() if v is not None}
+                         f"(source: {row.source})", "vllm, sglang, tensorrt-llm, transformers")
+    changes = {k: getattr(row, k) for k in type(row).model_fields
+               if k not in ("id", "refused", "source", "as_of") and getattr(row, k) is not None}
     return serving.engine.model_copy(update={**changes, "id": name})
 
 

@@ -40,7 +40,8 @@ def _largest_int(fits: Callable[[int], bool], hi: int) -> int | None:
 
 
 def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int, table: ActivationTable,
-               oh: Overheads, engine: EngineDefaults | None = None) -> list[FitLimit]:
+               oh: Overheads, engine: EngineDefaults | None = None,
+               gpu_bytes: int | None = None) -> list[FitLimit]:
     """Serving with `engine` (data/serving.toml): memory as the engine allocates it (KV blocks of prompt and output,
     the prefill workspace at its token budget, CUDA graphs); `usable` is then the engine's share of the GPU. The
     largest batch_size is then the requests its KV cache holds at once; the largest context and model are those
@@ -57,7 +58,7 @@ def fit_limits(arch: ModelArch, w: Workload, lay: Layout, gpus: int, usable: int
 
     def dev(a: ModelArch, ww: Workload) -> int:
         if engine is not None and not training:
-            return estimate_serving_memory(a, count_params(a), ww, lay, mem_gpus, oh, engine).device_bytes
+            return estimate_serving_memory(a, count_params(a), ww, lay, mem_gpus, oh, engine, gpu_bytes).device_bytes
         return estimate_memory(a, count_params(a), ww, lay, mem_gpus, table, oh).device_bytes
 
     for ckpt in ((False, True) if training and arch.kind != "cnn" else (None,)):

@@ -206,7 +206,7 @@ def _terms(e: Engine, s: State, rate: float) -> tuple[float, float, float, float
         p_wait, theta = rho, wait / rho
     else:
         p_wait = theta = 0.0
-    return resid, resid_var, p_wait, theta, s.own_prefill_s or s.chunks * s.mixed_s
+    return resid, resid_var, p_wait, theta, s.own_prefill_s or s.prefill_steps * s.mixed_s
 
 
 def latency(e: Engine, rate: float, state: State | None = None, queued_s: float = 0.0) -> Latency:
@@ -220,10 +220,11 @@ def latency(e: Engine, rate: float, state: State | None = None, queued_s: float 
     dsteps = decode_steps(e)
     # mixed steps come in runs of `chunks` (one prompt's chunks back to back): the count a request decodes through
     # is a Poisson count of arrivals times the run length
-    step_var = m * (1 - m) * s.chunks * (s.mixed_s - s.decode_s) ** 2
+    step_var = m * (1 - m) * s.prefill_steps * (s.mixed_s - s.decode_s) ** 2
     drift = _drift_var(e, s, dsteps * x + own)
-    itl = Dist(x if dsteps > 0 else 0.0, math.sqrt(step_var / dsteps + drift) if dsteps > 0 else 0.0)
-    e2e_var = resid_var + own_sd ** 2 + (e.output_std * x) ** 2 + dsteps * step_var + dsteps ** 2 * drift
+    per = e.accepted  # tokens a step emits per request (speculative decoding; 1 without)
+    itl = Dist(x / per if dsteps > 0 else 0.0, math.sqrt(step_var / dsteps + drift) / per if dsteps > 0 else 0.0)
+    e2e_var = resid_var + own_sd ** 2 + (e.output_std * x / per) ** 2 + dsteps * step_var + dsteps ** 2 * drift
     e2e = Dist(queued_s + resid + own + dsteps * x, math.sqrt(e2e_var), p_wait, theta)
     return Latency(state=s, ttft=ttft, itl=itl, e2e=e2e)
 

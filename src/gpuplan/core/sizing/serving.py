@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.sizing.batching import Engine, StepCost, interned, interned_cost, saturation_rate
+from gpuplan.core.sizing.engine_memory import engine_cap
 from gpuplan.core.sizing.engines import GENERATE_MAX_SEQS
 from gpuplan.core.sizing.flops import attention_flops_per_key, forward_flops
 from gpuplan.core.sizing.memory import WEIGHT_BYTES, kv_cache_bytes, resolve
@@ -22,9 +23,11 @@ from gpuplan.core.sizing.rates import (
     link_gbs,
     peak_flops,
 )
+from gpuplan.core.sizing.serving_encoder import encoder_speed
 from gpuplan.core.sizing.serving_load import Replica, Sizing, Timing, size_load, time_load
 from gpuplan.core.sizing.serving_memory import FP4_WEIGHTS, prefill_budget, quantized_weights, request_tokens
 from gpuplan.core.sizing.slo import objectives
+from gpuplan.core.sizing.speculative import Draft, draft_of
 from gpuplan.core.sizing.tp_comm import all_reduce
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.hardware import Gpu
@@ -79,6 +82,10 @@ class EngineModel:
     #: prompt tokens per request found in the prefix cache, and whether the requests in flight share them
     cached: float = 0.0
     cached_shared: bool = False
+    #: speculative decoding (core/sizing/speculative.py; None: off)
+    draft: Draft | None = None
+    draft_weight_b: float = 0.0  # bytes of the draft's weights, of which MoE experts
+    draft_expert_b: float = 0.0
 
 
 def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingData) -> EngineModel:
@@ -89,6 +96,9 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
     tokens = request_tokens(arch, w, serving.engine)
     prompt, out = lengths(arch, w, serving)
     paged = serving.engine.paged  # generate()'s cache keeps (and its attention reads) every token, whatever the window
+    draft = draft_of(arch, p, w, serving.engine) if paged else None
+    wb = WEIGHT_BYTES[dtype]
+    draft_kv = draft.layers * arch.cache_values_per_token_layer * kv_b if draft is not None else 0.0
     prec = "fp8-mixed" if dtype == "fp8" else "fp4" if dtype in FP4_WEIGHTS else "fp32" if dtype == "fp32" else "bf16"
     return EngineModel(
         prec=prec, weights_b=dense + experts,
@@ -96,13 +106,41 @@ def engine_model(arch: ModelArch, p: ParamCount, w: Workload, serving: ServingDa
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0, num_heads=arch.num_heads,
         num_kv_heads=arch.cache_kv_heads, layers=arch.num_layers + arch.num_decoder_layers,
         kv_read_b=kv_cache_bytes(arch, 1, ctx, kv_b, window=paged) / ctx,
-        kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens,
+        kv_held_b=kv_cache_bytes(arch, 1, tokens, kv_b, window=paged) / tokens + draft_kv,
         flops=2 * (p.active - p.embedding), attn_flops=attention_flops_per_key(arch) * arch.num_layers,
         hidden_b=arch.hidden_size * 2.0, prompt=prompt, output=out, prompt_std=w.prompt_tokens_std or 0.0,
         output_std=w.output_tokens_std or 0.0, poisson=poisson_arrivals(w),
         # prefix caching: the hit rate's share of the mean prompt is found in the cache and skips prefill
         cached=w.prefix_cache.hit_rate * prompt if paged and w.prefix_cache is not None else 0.0,
-        cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0))
+        cached_shared=bool(w.prefix_cache and w.prefix_cache.shared and w.prefix_cache.hit_rate > 0),
+        draft=draft, draft_weight_b=draft.params * wb if draft is not None else 0.0,
+        draft_expert_b=draft.expert_params * wb if draft is not None else 0.0)
+
+
+def draft_cost(arch: ModelArch, m: EngineModel, lay: Layout, gpu: Gpu, sm: SpeedModel, serving: ServingData,
+               node: int) -> StepCost | None:
+    """One pass of the speculation's draft on a replica of `lay` (split by its tensor parallelism, as vLLM and SGLang
+    run an EAGLE head or MTP module beside the target): reading its weights or its FLOPs, its layers' KV cache, its
+    kernels' floor and all-reduces. None: nothing runs on the GPU (n-gram), or no speculation."""
+    d = m.draft
+    if d is None or d.params == 0:
+        return None
+    prm, gen = sm.params, sm.generations[gpu.generation]
+    tp = lay.tp
+    bw = gpu.memory_bandwidth_gbs * GB * gen.bandwidth
+    peak = peak_flops(gpu, compute_precision(gpu, m.prec)) * _base_efficiency(gen, compute_precision(gpu, m.prec))
+    kv_layer = m.kv_read_b / max(m.layers, 1)  # one layer's KV per context token
+    moe = arch.moe if d.expert_params else None
+    return interned_cost(StepCost(
+        weights_s=m.draft_weight_b / tp / bw, experts_s=m.draft_expert_b / tp / bw,
+        num_experts=moe.num_experts if moe else 0, experts_per_token=moe.experts_per_token if moe else 0,
+        kv_s_per_token=(d.layers * kv_layer / min(tp, max(m.num_kv_heads, 1))
+                        / (bw * serving.engine.attention_bandwidth_ratio)),
+        decode_flop_s=2 * d.active_params / tp / peak,
+        attn_s_per_pair=m.attn_flops / max(m.layers, 1) * d.layers / tp / (peak * prm.attention_factor),
+        fixed_s=max(d.layers, 1) * prm.decode_kernels_per_layer * serving.engine.decode_kernel_s,
+        allreduces=2 * d.layers if tp > 1 else 0, allreduce_bytes_per_token=m.hidden_b,
+        allreduce=all_reduce(gpu, sm, serving, tp, node) if tp > 1 else None))
 
 
 def step_cost(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu: Gpu, sm: SpeedModel,
@@ -152,18 +190,21 @@ def build_replica(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpu:
     reserved = reserved_bytes if reserved_bytes is not None else _reserved(arch, p, w, lay, serving)
     eng = serving.engine
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
-    budget = prefill_budget(w, eng, large) or eng.max_num_batched_tokens_small
+    budget = prefill_budget(w, eng, large, gpu.memory_gib) or eng.max_num_batched_tokens_small
     seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
     if not eng.paged:  # generate(): no cap on the batch it is given, every prompt prefilled in one forward pass
         seqs = GENERATE_MAX_SEQS
         budget = max(int(w.batch_size * m.prompt), 1)
-    cap = gpu.memory_gib * GIB * (w.gpu_memory_utilization or eng.gpu_memory_utilization)
+    cap = engine_cap(int(gpu.memory_gib * GIB), w, eng)
     per_token = m.kv_held_b / min(lay.tp, max(m.num_kv_heads, 1)) / lay.pp
     kv_tokens = max(cap - reserved, 0.0) / per_token if per_token > 0 else 1e12
     e = interned(Engine(cost=cost or step_cost(arch, p, w, lay, gpu, sm, serving, node, m), budget=budget,
                         max_seqs=seqs, kv_tokens=kv_tokens / lay.pp, block=eng.block_size_tokens, prompt=m.prompt,
                         output=m.output, prompt_std=m.prompt_std, output_std=m.output_std, poisson=m.poisson,
-                        cached=m.cached, cached_shared=m.cached_shared))
+                        cached=m.cached, cached_shared=m.cached_shared,
+                        spec_k=m.draft.k if m.draft is not None else 0,
+                        accepted=m.draft.accepted if m.draft is not None else 1.0,
+                        draft=draft_cost(arch, m, lay, gpu, sm, serving, node)))
     return Replica(engine=e, pp=lay.pp, saturation=saturation_rate(e))
 
 
@@ -212,7 +253,7 @@ def estimate_inference_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: L
     if serving is None:
         raise TypeError("estimate_inference_speed needs serving= (gpuplan.catalog.serving.load_serving())")
     if arch.kind not in ("decoder", "encoder-decoder"):
-        return _encoder_speed(arch, p, w, lay, gpus, gpu, sm)
+        return encoder_speed(arch, p, w, lay, gpus, gpu, sm)
     t = time_replicas(arch, p, w, lay, gpus, gpu, sm, serving, node=gpus_per_node or min(gpus, _node_gpus(gpu)),
                       reserved_bytes=reserved_bytes)
     return timed_result(arch, p, w, lay, gpu, sm, serving, t)
@@ -311,7 +352,8 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
     else:
         how = f"{w.batch_size} requests in flight per replica"
     if serving.engine.paged:
-        how_engine = (f"continuous batching as vLLM runs it: {e.budget} tokens per step (chunked prefill), up to "
+        name = {"sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}.get(serving.engine.id, "vLLM")
+        how_engine = (f"continuous batching as {name} runs it: {e.budget} tokens per step (chunked prefill), up to "
                       f"{e.max_seqs} requests, {e.kv_tokens * rep.pp:,.0f} KV cache tokens per replica in "
                       f"{e.block}-token blocks")
     else:
@@ -323,36 +365,14 @@ def _assumptions(w: Workload, gpu: Gpu, sm: SpeedModel, serving: ServingData, re
         how_engine += (f"; prefix caching: {e.cached / e.prompt:.0%} of each prompt ({e.cached:,.0f} tokens) found in "
                        "the cache, not prefilled" + (", its KV blocks held once for the requests in flight"
                                                      if e.cached_shared else ", held by each request"))
+    if e.spec_k and w.speculative is not None:
+        how_engine += (f"; speculative decoding ({w.speculative.method}): {e.spec_k} token(s) drafted per request and "
+                       f"step, verified together by the model, {e.accepted:.2f} emitted per step on average")
     return [how_engine,
             (f"decoding reads the weights at {gen.bandwidth:.0%} and the KV cache at "
              f"{gen.bandwidth * serving.engine.attention_bandwidth_ratio:.0%} of {gpu.memory_bandwidth_gbs:,.0f} GB/s"),
             (f"{how}; {e.prompt:.0f} prompt and {e.output:.0f} output tokens on average; {replicas} replica(s) of "
              f"{lay.tp * lay.pp} GPU(s) (tp {lay.tp}, pp {lay.pp})")]
-
-
-def _encoder_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
-                   sm: SpeedModel) -> SpeedResult:
-    """Encoders and vision models: one forward per request, the batch at once, no decoding."""
-    r = resolve(arch, w)
-    gen = sm.generations[gpu.generation]
-    prec = "fp32" if (w.weights_dtype or "bf16") == "fp32" else "bf16"
-    peak = peak_flops(gpu, prec) * _base_efficiency(gen, prec) * sm.params.prefill_factor
-    fwd = forward_flops(arch, p, r.seq, eager=w.attention == "eager", image_size=r.seq)
-    mp = lay.tp * lay.pp
-    replicas = max(gpus // mp, 1)
-    t = max(fwd.forward * r.batch / mp / peak, p.total * 2 / mp / (gpu.memory_bandwidth_gbs * GB * gen.bandwidth))
-    rps = r.batch * replicas / t
-    pc = Percentiles(p50=t, p90=t, p99=t)
-    inf = InferenceSpeed(
-        time_to_first_token_s=t, time_to_first_token_s_range=_span(t, sm), decode_tokens_per_s_per_request=0.0,
-        decode_tokens_per_s_per_request_range=(0.0, 0.0), aggregate_tokens_per_s=rps * fwd.tokens,
-        aggregate_tokens_per_s_range=_span(rps * fwd.tokens, sm, speed=True), batch_prefill_s=t,
-        request_latency_s=t, requests_per_s=rps, decode_bound="compute", target_latency_s=w.target_latency_s,
-        ttft_s=pc, itl_s=Percentiles(p50=0.0, p90=0.0, p99=0.0), e2e_s=pc, concurrency=rps * t,
-        replicas=replicas, assumptions=[f"{r.batch} request(s) per forward; {replicas} replica(s) of {mp} GPU(s)"])
-    compute = ComputeOut(flops_per_token=fwd.forward / fwd.tokens, hardware_flops_per_token=fwd.forward / fwd.tokens,
-                         flops_total=fwd.forward * r.batch * replicas)
-    return SpeedResult(compute=compute, inference=inf, notes=_calibration_notes(gen))
 
 
 __all__ = ["EngineModel", "Replica", "build_replica", "engine_model", "estimate_inference_speed",

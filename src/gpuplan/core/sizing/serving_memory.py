@@ -11,10 +11,11 @@ from __future__ import annotations
 from gpuplan.core.sizing.activations import Resolved, resolve
 from gpuplan.core.sizing.levels import _finish
 from gpuplan.core.sizing.params import ParamCount, expert_weights
+from gpuplan.core.sizing.speculative import draft_of, draft_weight_bytes
 from gpuplan.schema.estimate import MemoryEstimate, Note, Overheads
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import Layout, Workload
-from gpuplan.schema.serving import EngineDefaults
+from gpuplan.schema.serving import EngineDefaults, EngineTier
 from gpuplan.units import GIB
 
 #: int8 (LLM.int8 / fp8 row-wise): 1 byte + a 4-byte scale per output row (negligible per param)
@@ -55,18 +56,76 @@ def request_tokens(arch: ModelArch, w: Workload, engine: EngineDefaults | None, 
     return -(-tokens // block) * block
 
 
-def prefill_budget(w: Workload, engine: EngineDefaults | None, large_gpu: bool = True) -> int | None:
+def engine_tier(engine: EngineDefaults, gpu_gib: float | None) -> EngineTier | None:
+    """The engine's defaults for a GPU of `gpu_gib` (SGLang's by GPU memory); None: the engine has none, or no GPU."""
+    if gpu_gib is None:
+        return None
+    return next((t for t in engine.gpu_tiers if gpu_gib < t.below_gib), None)
+
+
+def prefill_budget(w: Workload, engine: EngineDefaults | None, large_gpu: bool = True,
+                   gpu_gib: float | None = None) -> int | None:
     """Tokens one engine step prefills at most: workload.prefill_tokens, else the engine's default budget (None: the
-    whole batch at once, as generate() does)."""
+    whole batch at once, as generate() does): by the GPU's memory where the engine sets it so (SGLang's
+    chunked-prefill size, `gpu_gib`), else vLLM's large- or small-GPU default (`large_gpu`)."""
     if w.prefill_tokens:
         return w.prefill_tokens
     if engine is None or not engine.paged:
         return None
+    tier = engine_tier(engine, gpu_gib)
+    if tier is not None:
+        return tier.chunked_prefill_tokens
     return engine.max_num_batched_tokens_large if large_gpu else engine.max_num_batched_tokens_small
 
 
+def static_reserve_bytes(engine: EngineDefaults, w: Workload, lay: Layout, gpu_bytes: int | None) -> float:
+    """The memory per GPU an engine with a static pool (SGLang) keeps out of it for the step's activations and CUDA
+    graphs: (1 - workload.gpu_memory_utilization) of the GPU when the project sets the fraction, else the engine's
+    own reserve from its chunked-prefill size and CUDA-graph batch (data/serving.toml [[engine]] sglang)."""
+    if w.gpu_memory_utilization and gpu_bytes is not None:
+        return (1 - w.gpu_memory_utilization) * gpu_bytes
+    tier = engine_tier(engine, gpu_bytes / GIB if gpu_bytes is not None else None)
+    chunk = prefill_budget(w, engine, gpu_gib=gpu_bytes / GIB if gpu_bytes is not None else None) or 0
+    graphs = ((tier.cuda_graph_max_bs_tp4 if lay.tp >= 4 else tier.cuda_graph_max_bs) if tier
+              else engine.cuda_graph_max_bs)
+    mib = (engine.reserve_base_mib
+           + max(chunk, engine.reserve_min_prefill_tokens) * engine.reserve_mib_per_prefill_token
+           + graphs * engine.reserve_mib_per_graph_batch + lay.tp * lay.pp * engine.reserve_mib_per_gpu)
+    if gpu_bytes is not None and gpu_bytes > engine.reserve_min_above_gib * GIB:
+        mib = max(mib, engine.reserve_min_mib)
+    spec = w.speculative.method if w.speculative is not None else None
+    if spec in ("eagle3", "mtp"):
+        mib += engine.reserve_mib_speculative
+    elif spec == "draft":
+        mib += engine.reserve_mib_speculative_draft
+    return mib * 2**20
+
+
+def held_back(m: MemoryEstimate, engine: EngineDefaults, w: Workload, lay: Layout,
+              gpu_bytes: int | None) -> MemoryEstimate:
+    """`m` with the memory the engine keeps out of its KV pool added to the device total (and the reserve above the
+    tensors): SGLang's reserve beside the weights and the KV cache where it exceeds what the step's tensors take
+    (pool "static"); the share of the free memory TensorRT-LLM leaves out of its KV cache (pool "free", with a GPU
+    size). The engine then fills the GPU: its KV cache is what the GPU leaves beside this total."""
+    kv = m.breakdown.kv_cache_bytes
+    if engine.pool == "static":
+        outside = m.device_bytes - m.reserved_bytes  # the CUDA context and NCCL, outside the allocator
+        need = m.breakdown.weights_bytes + kv + outside + static_reserve_bytes(engine, w, lay, gpu_bytes)
+        extra = max(need - m.device_bytes, 0.0)
+    elif engine.pool == "free" and gpu_bytes is not None:
+        fraction = w.gpu_memory_utilization or engine.gpu_memory_utilization
+        extra = (1 - fraction) * max(gpu_bytes - (m.device_bytes - kv), 0)
+    else:
+        return m
+    extra = int(extra)
+    return m.model_copy(update={"reserved_bytes": m.reserved_bytes + extra, "device_bytes": m.device_bytes + extra})
+
+
 def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                       oh: Overheads, engine: EngineDefaults | None = None) -> MemoryEstimate:
+                       oh: Overheads, engine: EngineDefaults | None = None,
+                       gpu_bytes: int | None = None) -> MemoryEstimate:
+    """`gpu_bytes`: the GPU's memory, for the engines whose defaults and pool depend on it (SGLang's chunked-prefill
+    size and reserve, TensorRT-LLM's share of the free memory); vLLM's estimate does not read it."""
     r = resolve(arch, w)
     notes: list[Note] = []
     dtype = w.weights_dtype or "bf16"
@@ -89,8 +148,14 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
         tokens_each -= shared
     kv = (kv_cache_bytes(arch, r.batch, tokens_each, kv_b, window=paged)
           + kv_cache_bytes(arch, 1, shared, kv_b, window=paged)) / min(lay.tp, arch.cache_kv_heads) / lay.pp
+    draft = draft_of(arch, p, w, engine) if engine is not None and w.speculative is not None else None
+    if draft is not None:  # the draft's weights (split as the target's) and its layers' KV cache of every token
+        weights += draft_weight_bytes(draft, wb if wb < 2 else WEIGHT_BYTES[dtype]) / lay.tp
+        kv += (draft.layers * arch.cache_values_per_token_layer * kv_b * r.batch * (tokens_each + shared)
+               / min(lay.tp, arch.cache_kv_heads))
     beta = 4 if dtype == "fp32" else 2
-    tokens = min(prefill_budget(w, engine) or r.batch * r.seq, r.batch * r.seq)
+    tokens = min(prefill_budget(w, engine, gpu_gib=gpu_bytes / GIB if gpu_bytes is not None else None)
+                 or r.batch * r.seq, r.batch * r.seq)
     # prefill temporaries of one layer: the MLP's intermediate tensors and the attention's q/k/v/out
     mlp_width = max(arch.intermediate_size, (arch.moe.expert_intermediate_size * arch.moe.experts_per_token
                                              if arch.moe else 0))
@@ -104,7 +169,8 @@ def estimate_inference(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout,
         logits += engine.cuda_graph_gib * GIB
     phases = {"prefill": dict(weights=weights, optimizer=0.0, gradients=0.0, activations=layer_tmp,
                               other=logits)}
-    return _finish(phases, oh, gpus, lay, training=False, notes=notes, kv=kv, trainable=0)
+    m = _finish(phases, oh, gpus, lay, training=False, notes=notes, kv=kv, trainable=0)
+    return held_back(m, engine, w, lay, gpu_bytes) if engine is not None and engine.pool != "share" else m
 
 
 def _sliding_mask_attention(arch: ModelArch, batch: int, seq: int, beta: int) -> float:
