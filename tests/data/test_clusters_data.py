@@ -153,3 +153,16 @@ def test_every_stated_cluster_size_is_enforced_in_a_plan() -> None:
     got = deploy(pricing(project, book, "USD", result.as_of), rec)
     assert not [d for d in got.deployments if d.option == "cloud"]
     assert got.deployment is not None and any("more than any provider" in g for g in got.deployment.gaps)
+
+
+def test_every_provider_of_the_price_list_was_searched_for_clusters() -> None:
+    """Issue 28: no provider's row says 'not searched' (Civo, Qubrid, OVHcloud, Oblivus and openrelay were searched
+    on 2026-12-03: none states a multi-node RDMA offer for a named GPU); the hyperscalers' B200 RDMA fabrics (GCP A4
+    on RoCE, OCI BM.GPU.B200.8) are recorded."""
+    for offer in BOOK.clusters:
+        assert "not searched" not in (offer.fabric + offer.source).lower(), offer.provider
+    by = {o.provider: o for o in BOOK.clusters}
+    assert {"Civo", "Qubrid", "OVHcloud", "Oblivus", "openrelay"} <= set(by)
+    assert "b200-180gb" in by["GCP"].gpu_ids and "b200-180gb" in by["Oracle Cloud"].gpu_ids
+    oci = [p for p in BOOK.cloud if p.gpu_id == "b200-180gb" and p.provider.startswith("Oracle")]
+    assert oci and clustered(oci, BOOK.clusters, 64) == oci
