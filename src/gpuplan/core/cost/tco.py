@@ -143,6 +143,11 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
         if term:
             same = [p for p in on_demand if p.provider in providers]
             ass.append(_same_provider_on_demand(kind, rate, same, currency))
+            # like for like (issue 28): the commitment against on demand of the same provider classes, for instances
+            # that hold the same GPUs, not against a median that mixes in GPU clouds and marketplaces
+            classes: set[str] = {p.tier for p in rows}
+            ass.append(_same_class_on_demand(kind, rate, [p for p in on_demand if p.tier in classes and (
+                p.instance_gpus is None or p.instance_gpus >= need)], classes, currency))
             if on_demand and rate > statistics.median(p.price_per_gpu_hour for p in on_demand):
                 ass.append(f"the {kind} median is above the on-demand median of all providers "
                            f"({price_group('on-demand', on_demand)}): the groups are not alike; compare the same "
@@ -218,6 +223,20 @@ def _same_provider_on_demand(kind: str, rate: float, same: list[CloudPrice], cur
     od = statistics.median(p.price_per_gpu_hour for p in same)
     return (f"the same provider(s) on demand: {od:.2f} {currency}/GPU-hour; the {kind} commitment saves "
             f"{1 - rate / od:.0%}" if od > 0 else f"{kind}: no on-demand price of the same provider")
+
+
+def _same_class_on_demand(kind: str, rate: float, same: list[CloudPrice], classes: set[str], currency: str) -> str:
+    """A reserved median against the on-demand median of the same provider classes (issue 28: a hyperscaler
+    reservation is compared with hyperscalers on demand, not with a median that mixes in GPU clouds and
+    marketplaces): what the commitment saves like for like, or what it costs more."""
+    names = " and ".join(TIER_NAMES[t] for t in TIER_NAMES if t in classes)
+    if not same:
+        return f"like for like: no on-demand price of the same provider class ({names}) to compare the {kind} with"
+    od = statistics.median(p.price_per_gpu_hour for p in same)
+    change = (f"the {kind} commitment saves {1 - rate / od:.0%}" if rate <= od else
+              f"the {kind} commitment costs {rate / od - 1:.0%} more")
+    return (f"like for like: {names} on demand, median {od:.2f} {currency}/GPU-hour of {len(same)} price(s); "
+            f"{change}")
 
 
 def _same_currency(row: str, currency: str) -> None:
@@ -342,6 +361,13 @@ def _per_unit(d: Deployment, use: Usage) -> dict[str, object]:
     return upd
 
 
+def _classes(group: str | None) -> frozenset[str]:
+    """The provider classes a price group names ("reserved-1y: 2 hyperscaler, 1 GPU cloud" -> hyperscaler, GPU
+    cloud)."""
+    counts = (group or "").partition(": ")[2]
+    return frozenset(part.split(" ", 1)[1] for part in counts.split(", ") if " " in part)
+
+
 def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
     """The cheapest option over the horizon, with the reasons a reader needs to trust it."""
     if not deps:
@@ -362,6 +388,13 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
         when = ("" if be is None else f"; {best.option} is cheaper from month {be:,.1f}" if be > 0 else
                 f"; {best.option} is cheaper from the start")
         reasons.append(f"{d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency}{when}")
+    clouds = [d for d in deps if d.option == "cloud" and d.price_group]
+    if len(clouds) > 1 and len({_classes(d.price_group) for d in clouds}) > 1:
+        cheapest = clouds[0]
+        reasons.append("the cloud options are priced from different provider classes ("
+                       + "; ".join(d.price_group or "" for d in clouds) + f"): {cheapest.provider} is the cheapest "
+                       "way to rent, and each reserved option is compared like for like with on demand of its own "
+                       "class in its assumptions")
     if best.option == "cloud" and use.production:
         reasons.append("cloud in production: shared, virtualised capacity gives less predictable latency; reserve "
                        "capacity or compare with dedicated hosting")
