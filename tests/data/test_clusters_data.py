@@ -109,3 +109,60 @@ def test_the_search_ranks_on_the_rate_the_deployments_price(name: str) -> None:
         assert c.rent / c.time.gpu_hours == pytest.approx(od.price_per_gpu_hour, rel=1e-9), (c.gpu_id, c.servers)
         checked += 1
     assert checked >= 3
+
+
+def test_a_cluster_larger_than_every_offer_is_not_rented() -> None:
+    """Issue 28: a provider rents clusters up to the size it states (`max_gpus`; RunPod's Instant Clusters up to
+    512 GPUs, Verda's 128, their docs): a configuration larger than every offer for its GPU is not rented as a
+    cluster, in the search's rate (rent_rate) and the deployments' quotes (clustered) alike, and the gap names each
+    provider's largest."""
+    from gpuplan.schema.prices import ClusterOffer
+
+    h200 = [p for p in BOOK.cloud if p.gpu_id == "h200-sxm-141gb" and p.provider.startswith(("Nebius", "RunPod"))]
+    assert {p.provider.split()[0] for p in h200} == {"Nebius", "RunPod"}
+    offers = [ClusterOffer(provider="Nebius", price_providers=["Nebius"], gpu_ids=["h200-sxm-141gb"], fabric="IB",
+                           max_gpus=128, source="test", as_of="2026-12-01"),
+              ClusterOffer(provider="RunPod", price_providers=["RunPod"], gpu_ids=["h200-sxm-141gb"], fabric="IB",
+                           max_gpus=64, source="test", as_of="2026-12-01")]
+    both, nebius = rent_rate(h200, offers, 8, 64), rent_rate(h200, offers, 8, 128)
+    assert both is not None and nebius is not None and both != nebius  # at 128 GPUs RunPod's quotes drop out
+    assert {p.provider.split()[0] for p in clustered(h200, offers, 128)} == {"Nebius"}
+    assert rent_rate(h200, offers, 8, 136) is None and not clustered(h200, offers, 136)
+    assert rent_rate(h200, offers, 8, 0) is not None  # replicas on separate servers need no cluster
+    gap = cluster_gap("h200-sxm-141gb", 17, 8, h200, offers)
+    assert gap is not None and "136 GPUs are more than any provider" in gap and "Nebius: 128, RunPod: 64" in gap
+    assert cluster_gap("h200-sxm-141gb", 16, 8, h200, offers) is None
+    # an offer of unstated size (0) is not limited: no figure, no claim
+    unstated = [offers[0].model_copy(update={"max_gpus": 0})]
+    assert rent_rate(h200, unstated, 8, 10_000) is not None
+
+
+def test_every_stated_cluster_size_is_enforced_in_a_plan() -> None:
+    """A plan's deployments and its search's ranking read the same limit: llama2-7b-pretrain's 64 x H100 SXM,
+    priced against offers that stop at 32 GPUs, has no cloud option and says why."""
+    from gpuplan import api
+    from gpuplan.catalog.loader import example_path, load_project
+    from gpuplan.core.cost.deployments import deploy, pricing
+
+    result = api.plan(example_path("llama2-7b-pretrain"))
+    rec = result.recommendation
+    assert rec is not None and rec.servers * rec.gpus_per_server > 32
+    small = tuple(o.model_copy(update={"max_gpus": 32}) for o in BOOK.clusters if rec.gpu_id in o.gpu_ids)
+    book = BOOK.model_copy(update={"clusters": list(small)})
+    project = load_project(example_path("llama2-7b-pretrain"))[0]
+    got = deploy(pricing(project, book, "USD", result.as_of), rec)
+    assert not [d for d in got.deployments if d.option == "cloud"]
+    assert got.deployment is not None and any("more than any provider" in g for g in got.deployment.gaps)
+
+
+def test_every_provider_of_the_price_list_was_searched_for_clusters() -> None:
+    """Issue 28: no provider's row says 'not searched' (Civo, Qubrid, OVHcloud, Oblivus and openrelay were searched
+    on 2026-12-03: none states a multi-node RDMA offer for a named GPU); the hyperscalers' B200 RDMA fabrics (GCP A4
+    on RoCE, OCI BM.GPU.B200.8) are recorded."""
+    for offer in BOOK.clusters:
+        assert "not searched" not in (offer.fabric + offer.source).lower(), offer.provider
+    by = {o.provider: o for o in BOOK.clusters}
+    assert {"Civo", "Qubrid", "OVHcloud", "Oblivus", "openrelay"} <= set(by)
+    assert "b200-180gb" in by["GCP"].gpu_ids and "b200-180gb" in by["Oracle Cloud"].gpu_ids
+    oci = [p for p in BOOK.cloud if p.gpu_id == "b200-180gb" and p.provider.startswith("Oracle")]
+    assert oci and clustered(oci, BOOK.clusters, 64) == oci

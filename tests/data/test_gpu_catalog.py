@@ -388,7 +388,7 @@ def test_blackwell_ultra_and_cdna4_as_measured():
 #: and the row's `no_price` out of gpus.toml.
 UNPRICED = {
     "a10g-24gb", "l40-48gb", "h200-nvl-141gb", "gb200-186gb", "gb300-288gb", "rtx-pro-6000-server-96gb",
-    "mi325x-256gb", "mi355x-288gb", "mi350x-288gb", "b300-288gb",
+    "mi325x-256gb", "mi350x-288gb", "b300-288gb",
 }
 
 
@@ -403,9 +403,13 @@ def test_every_datacenter_and_workstation_gpu_has_a_price_or_a_reasoned_no_price
     for gid in UNPRICED:  # each reason says what stands in the way, not only that there is no price
         reason = GPUS[gid].no_price or ""
         assert len(reason) > 40 and any(w in reason for w in ("searched", "sold", "not sold")), gid
-    for gid in ("l4-24gb", "l40s-48gb", "rtx-pro-6000-ws-96gb", "rtx-pro-6000-maxq-96gb", "h20-96gb", "l20-48gb"):
+    for gid in ("l4-24gb", "l40s-48gb", "rtx-pro-6000-ws-96gb", "rtx-pro-6000-maxq-96gb", "h20-96gb", "l20-48gb",
+                "mi355x-288gb"):
         price = GPUS[gid].price
         assert price is not None and price.condition == "new" and price.as_of >= dt.date(2025, 1, 1), gid
+    # an analyst's estimate says it is one (HSBC's MI355 ASP, 2025-09-09), not a list or street price
+    mi355x = GPUS["mi355x-288gb"].price
+    assert mi355x is not None and mi355x.usd == 23_000 and "analyst estimate" in mi355x.kind
 
 
 def test_a_row_with_a_price_and_a_no_price_reason_is_refused():

@@ -460,3 +460,15 @@ def test_a_plan_says_no_managed_price_next_to_the_others() -> None:
     assert rec is not None and rec.deployment is not None
     assert {d.option for d in rec.deployments} == {"on-prem", "cloud"}
     assert any(g.startswith("managed: no managed price") and "h100-nvl-94gb" in g for g in rec.deployment.gaps)
+
+
+def test_aws_h200_is_after_the_mid_2025_cut_and_a_hyperscaler_rents_b200() -> None:
+    """Issue 28: AWS's p5en (8 x H200) on-demand rate after its June 2025 price reduction, 63.296 USD per instance
+    hour (dstack PR #4110, 2026-08-06) = 7.912 per GPU-hour (the data had 10.60 of 2025-03); and a hyperscaler's B200
+    on-demand row (OCI BM.GPU.B200.8, ~128 USD per hour, 2026-04-14), an 8-GPU instance."""
+    aws = [p for p in CLOUD if p.gpu_id == "h200-sxm-141gb" and p.provider.startswith("AWS") and p.kind == "on-demand"]
+    assert [p.price_per_gpu_hour for p in aws] == [pytest.approx(63.296 / 8)]
+    assert aws[0].as_of >= dt.date(2026, 1, 1) and aws[0].instance_gpus == 8
+    b200 = [p for p in CLOUD if p.gpu_id == "b200-180gb" and p.tier == "hyperscaler" and p.kind == "on-demand"]
+    assert b200 and all(p.instance_gpus == 8 for p in b200)
+    assert any(p.provider.startswith("Oracle") and p.price_per_gpu_hour == pytest.approx(128 / 8) for p in b200)

@@ -38,12 +38,9 @@ WITHOUT_PLATFORM = {
     "v100-sxm2-32gb": "legacy HGX-1/2 boards are not catalogued",
     "mi250x-128gb": "MI250X OAM servers are not catalogued",
     "gaudi2-96gb": "Gaudi 2 HLS servers are not catalogued",
-    "h20-96gb": "HGX H20 servers (sold in China) are not catalogued: no system description in the stored material",
-    "gh200-96gb": ("GH200 superchip servers are not catalogued: the one system description found (MLPerf "
-                   "Inference v4.0, NVIDIA closed/NVIDIA/systems/"
-                   "GH200-GraceHopper-Superchip_GH200-96GB_aarch64x1_TRT.json: MGX reference platform, "
-                   "1 x GH200-96GB, Grace 72 cores, 512 GB LPDDR5X, 2 TB NVMe, air-cooled) gives no chassis "
-                   "height or power supplies, which a rackmount row needs (searched 2026-12-03)"),
+    "h20-96gb": ("HGX H20 servers (sold in China) are not catalogued: no system description with chassis height and "
+                 "power supplies found (searched 2026-12-03, fourth pass: only an Inspur NF5688M7 'HGX H20 8-GPU' "
+                 "name in a shop listing, without specifications)"),
 }
 NIC_SPEEDS_GBPS = {25, 50, 100, 200, 400, 800}
 

@@ -369,6 +369,34 @@ def test_a_dgx_b200_carries_what_it_ships_with():
     assert any(r.startswith("RAM 2,048 GB, as shipped") for r in spec.reasons)
 
 
+def _only(*platform_ids: str):
+    """The catalog with these platforms alone."""
+    rows = {pid: CATALOG.platforms.rows[pid] for pid in platform_ids}
+    return CATALOG.model_copy(update={"platforms": CATALOG.platforms.model_copy(update={"rows": rows})})
+
+
+def test_a_dgx_b300_carries_what_it_ships_with():
+    # DGX B300 (user guide as summarised in a 2026-08-03 white paper): 2 x Xeon 6776P, 2 TB RAM, 8 x 3.84 TB E1.S,
+    # 8 x ConnectX-8 800G + 2 x BlueField-3, 10 RU, ~14.5 kW; no PSU set stated, so the vendor's maximum draw rules
+    spec, why = build_server(needs(gpu_id="b300-288gb", gpus_per_server=8, multi_node=True),
+                             _only("nvidia-dgx-b300"), RULES)
+    assert why is None and spec is not None and spec.platform_id == "nvidia-dgx-b300" and spec.fixed
+    assert spec.ram_bytes == 2048 * GIB and spec.cpu_id == "xeon-6776p"
+    assert spec.drives == 8 and spec.storage_bytes == int(8 * 3.84e12)
+    assert spec.nic_id == "nvidia-connectx-8-supernic" and spec.nics == 8
+    assert spec.power_w == 14_500 and spec.rack_units == 10
+
+
+def test_a_gh200_server_counts_the_grace_cpu_inside_the_module_power():
+    # GH200: tdp_w 1,000 W is the whole superchip (Grace + Hopper + memory, NVIDIA datasheet); Supermicro
+    # ARS-111GL-NHR: 1U, 2 x 2,000 W in 1+1. Adding Grace's 250 W again made the server "PSUs short" (2,102 W needed)
+    spec, why = build_server(needs(gpu_id="gh200-96gb", gpus_per_server=1), _only("supermicro-ars-111gl-nhr"), RULES)
+    assert why is None and spec is not None and spec.platform_id == "supermicro-ars-111gl-nhr"
+    assert spec.cpu_id == "nvidia-grace" and spec.rack_units == 1
+    assert spec.power_w * RULES.psu_headroom <= 2_000
+    assert any(r.startswith("Power") and "inside the 1000 W modules" in r for r in spec.reasons)
+
+
 def test_a_dgx_h200_is_judged_with_a_note_never_rejected_for_its_ram():
     # 2 TB against the 2x-VRAM rule's 2,256 GB (8 x 141 GB): the vendor's choice, noted, not a reason to pass it over
     spec, why = build(gpu_id="h200-sxm-141gb", gpus_per_server=8, multi_node=True)

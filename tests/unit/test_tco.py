@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gpuplan.core.cost.breakeven import breakeven, breakeven_within, cost_by_month, tie_tolerance, worth
 from gpuplan.core.cost.inputs import Assumptions, Config, Usage
-from gpuplan.core.cost.tco import compare
+from gpuplan.core.cost.tco import choose, compare
 from gpuplan.schema.plan import Deployment, GrowthStep
 from gpuplan.schema.prices import CloudPrice, HostingOffer
 
@@ -352,3 +352,37 @@ def test_no_cloud_option_when_every_quote_is_for_a_smaller_instance() -> None:
     gap = shape_gap("h100-sxm-80gb", 8, small)
     assert gap is not None and "at most 2 GPU(s), fewer than the 8" in gap
     assert shape_gap("h100-sxm-80gb", 2, small) is None and shape_gap("h100-sxm-80gb", 8, SHAPED) is None
+
+
+def test_a_reservation_is_compared_like_for_like_with_its_own_class_on_demand() -> None:
+    """Issue 28: a hyperscaler reservation (4.5) set against the all-provider on-demand median (2.5, GPU clouds and
+    marketplaces in it) looks dearer than renting on demand; like for like, against hyperscalers on demand (median
+    of 6.0 and 7.0 = 6.5), it saves 31%. The comparison names the class; a reservation dearer than its own class on
+    demand says so, and the choice says when its cloud options come from different classes."""
+    rows = [CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper A", tier="hyperscaler", price_per_gpu_hour=6.0,
+                       source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper B", tier="hyperscaler", price_per_gpu_hour=7.0,
+                       source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Hyper A", tier="hyperscaler", kind="reserved-1y",
+                       price_per_gpu_hour=4.5, source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Neo", price_per_gpu_hour=2.5, source="t", as_of=D),
+            CloudPrice(gpu_id="h100-sxm-80gb", provider="Vast", tier="marketplace", price_per_gpu_hour=2.0,
+                       source="t", as_of=D)]
+    use = Usage(horizon_months=12, production=True, serving=True, utilization=0.6, tokens_per_s=1000.0)
+    deps = compare(CFG, use, rows, [], assumptions(), "USD", ["cloud"])
+    reserved = next(d for d in deps if d.provider == "cloud reserved-1y")
+    line = next(a for a in reserved.assumptions if a.startswith("like for like:"))
+    assert line == ("like for like: hyperscaler on demand, median 6.50 USD/GPU-hour of 2 price(s); the reserved-1y "
+                    "commitment saves 31%")
+    chosen = choose(deps, use)
+    assert chosen is not None and any("different provider classes" in r for r in chosen.reasons)
+    # a reservation dearer than its own class on demand is said to cost more, not hidden in a median
+    dear = [r if r.kind != "reserved-1y" else r.model_copy(update={"price_per_gpu_hour": 7.15}) for r in rows]
+    reserved = next(d for d in compare(CFG, use, dear, [], assumptions(), "USD", ["cloud"])
+                    if d.provider == "cloud reserved-1y")
+    assert any(a.endswith("the reserved-1y commitment costs 10% more") for a in reserved.assumptions)
+    # one class throughout: nothing to point out
+    alike = [r for r in rows if r.tier == "hyperscaler"]
+    deps = compare(CFG, use, alike, [], assumptions(), "USD", ["cloud"])
+    chosen = choose(deps, use)
+    assert chosen is not None and not any("different provider classes" in r for r in chosen.reasons)

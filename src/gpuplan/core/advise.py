@@ -93,13 +93,13 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
                       currency=currency, as_of=as_of)
 
 
-def _rent_at(bundle: Bundle, providers: Sequence[str]) -> Callable[[str, int, bool], float | None]:
+def _rent_at(bundle: Bundle, providers: Sequence[str]) -> Callable[[str, int, int], float | None]:
     """SearchInputs.rent_at over the bundle's on-demand quotes in the project's provider classes, memoised."""
     rows = quotes_by_gpu(bundle.prices, providers)
     clusters = bundle.prices.clusters
 
     @cache
-    def at(gpu_id: str, together: int, fabric: bool) -> float | None:
+    def at(gpu_id: str, together: int, fabric: int) -> float | None:
         return rent_rate(rows.get(gpu_id, []), clusters, together, fabric)
     return at
 

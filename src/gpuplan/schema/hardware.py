@@ -143,6 +143,9 @@ class Gpu(CatalogRow):
     memory_bandwidth_gbs: float = Field(gt=0)
     tflops: Tflops
     tdp_w: float = Field(gt=0, le=2000)
+    #: `tdp_w` is the whole module's, its own CPU included (the GH200 superchip: Grace + Hopper + memory); a server
+    #: built around it counts no separate CPU power (issue 28)
+    tdp_includes_cpu: bool = False
     form_factor: FormFactor
     #: PCIe slot width (1, 2, 3, 3.5...); SXM/OAM modules: None
     slot_width: float | None = Field(None, gt=0, le=4)

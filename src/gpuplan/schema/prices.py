@@ -84,9 +84,11 @@ class ClusterOffer(_Row):
     #: rentable without a contract (false where the source says contract, sales or a limit increase, or nothing)
     self_serve: bool = False
 
-    def covers(self, gpu_id: str, provider: str) -> bool:
-        """Whether a price row of `provider` for `gpu_id` is this cluster offer's."""
-        return gpu_id in self.gpu_ids and any(provider.startswith(p) for p in self.price_providers)
+    def covers(self, gpu_id: str, provider: str, gpus: int = 0) -> bool:
+        """Whether a price row of `provider` for `gpu_id` is this cluster offer's, for a cluster of `gpus` GPUs
+        (0: any size): one larger than the offer's stated largest (`max_gpus`) is not."""
+        return (gpu_id in self.gpu_ids and any(provider.startswith(p) for p in self.price_providers)
+                and (self.max_gpus == 0 or gpus <= self.max_gpus))
 
 
 class Assumption(_Row):

@@ -1,8 +1,9 @@
 """Which cloud quotes can rent a configuration that spans servers (issue #28's price groups, and the buyer's
 question behind them: can this be rented at all?). A training run across servers, or a serving replica spanning
 them, needs the servers on an RDMA fabric (InfiniBand, RoCE, EFA): rented, that is a provider's multi-node cluster
-offer (data/clusters.toml), not the same provider's single pods or a marketplace's. Replicas that each fit a server
-need no fabric between servers. Pure."""
+offer (data/clusters.toml), not the same provider's single pods or a marketplace's, and no larger than the largest
+cluster that provider states it rents (`max_gpus`). Replicas that each fit a server need no fabric between servers.
+Pure."""
 
 from __future__ import annotations
 
@@ -18,17 +19,18 @@ def needs_cluster(servers: int, gpus_per_server: int, training: bool, model_para
     return servers > 1 and (training or model_parallel > gpus_per_server)
 
 
-def clustered(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer]) -> list[CloudPrice]:
-    """The quotes whose provider offers their GPU as a multi-node cluster."""
-    return [p for p in rows if any(c.covers(p.gpu_id, p.provider) for c in clusters)]
+def clustered(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], gpus: int = 0) -> list[CloudPrice]:
+    """The quotes whose provider offers their GPU as a multi-node cluster of `gpus` GPUs (0: of any size)."""
+    return [p for p in rows if any(c.covers(p.gpu_id, p.provider, gpus) for c in clusters)]
 
 
 def rent_rate(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], together: int,
-              fabric: bool) -> float | None:
+              fabric: int) -> float | None:
     """The median on-demand price per GPU-hour a configuration rents at, as its deployments price it
     (core/cost/tco.py): the quotes for instances that hold the `together` GPUs sharing a machine (or of unstated
-    size), from providers renting the GPU as a cluster when the servers share a `fabric`; None without one."""
-    got = [p.price_per_gpu_hour for p in (clustered(rows, clusters) if fabric else rows)
+    size), and when `fabric` GPUs (0: none) share one fabric across servers, from providers renting the GPU as a
+    cluster that large; None without one."""
+    got = [p.price_per_gpu_hour for p in (clustered(rows, clusters, int(fabric)) if fabric else rows)
            if p.kind == "on-demand" and (p.instance_gpus is None or p.instance_gpus >= together)]
     return statistics.median(got) if got else None
 
@@ -36,13 +38,23 @@ def rent_rate(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], toge
 def cluster_gap(gpu_id: str, servers: int, gpus_per_server: int, rows: Sequence[CloudPrice],
                 clusters: Sequence[ClusterOffer]) -> str | None:
     """Why the cloud does not price a configuration across servers, when it does not: the providers quoted for the
-    GPU and that none rents it as a cluster. None when one does, or when no quote exists at all (said elsewhere)."""
-    if not rows or clustered(rows, clusters):
+    GPU and that none rents it as a cluster, or none as one that large (each one's largest named, "provider: GPUs").
+    None when one does, or when no quote exists at all (said elsewhere)."""
+    gpus = servers * gpus_per_server
+    if not rows or clustered(rows, clusters, gpus):
         return None
+    what = f"cloud: {servers} servers of {gpus_per_server} x {gpu_id} on one fabric are not priced: "
+    some = clustered(rows, clusters)
+    if some:  # rented as clusters, only smaller ones
+        sizes = sorted({(c.max_gpus, c.provider) for c in clusters for p in some
+                        if c.covers(p.gpu_id, p.provider)}, reverse=True)
+        return (what + f"{gpus} GPUs are more than any provider quoted rents {gpu_id} as one cluster ("
+                + ", ".join(f"{name}: {n:,}" for n, name in sizes) + "; data/clusters.toml `max_gpus`); "
+                "fewer GPUs, or your provider's larger offer as a `cluster` row with --prices")
     names = sorted({p.provider for p in rows})
-    return (f"cloud: {servers} servers of {gpus_per_server} x {gpu_id} on one fabric are not priced: none of the "
-            f"providers quoted ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) rents {gpu_id} as a "
-            "multi-node cluster (data/clusters.toml; add your provider's offer as a `cluster` row with --prices)")
+    return (what + f"none of the providers quoted ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) "
+            f"rents {gpu_id} as a multi-node cluster (data/clusters.toml; add your provider's offer as a `cluster` "
+            "row with --prices)")
 
 
 __all__ = ["cluster_gap", "clustered", "needs_cluster", "rent_rate"]

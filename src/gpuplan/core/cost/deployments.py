@@ -37,7 +37,7 @@ def quotes_by_gpu(book: PriceBook, providers: Sequence[str] = ()) -> dict[str, l
 def median_rent(book: PriceBook, providers: Sequence[str] = ()) -> dict[str, float]:
     """Median on-demand cloud price per GPU-hour by GPU, in the price book's currency: what renting the GPUs for a
     run costs; `providers`: only these provider classes (deployment.price_groups.providers; empty: all)."""
-    rates = {gid: rent_rate(rows, (), 1, False) for gid, rows in quotes_by_gpu(book, providers).items()}
+    rates = {gid: rent_rate(rows, (), 1, 0) for gid, rows in quotes_by_gpu(book, providers).items()}
     return {gid: r for gid, r in rates.items() if r is not None}
 
 
@@ -143,12 +143,13 @@ def deploy(prices: Pricing, c: Candidate) -> Candidate:
     rows = prices.cloud.get(c.gpu_id, [])
     # servers on one fabric (a training run across them, a replica spanning them): a provider's cluster offer only
     fabric = needs_cluster(c.servers, c.gpus_per_server, not serving, c.layout.tp * c.layout.pp)
-    deps = compare(cfg, use, clustered(rows, prices.clusters) if fabric else rows, prices.hosting.get(c.gpu_id, []),
+    quotes = clustered(rows, prices.clusters, c.servers * c.gpus_per_server) if fabric else rows
+    deps = compare(cfg, use, quotes, prices.hosting.get(c.gpu_id, []),
                    assumptions, prices.currency, list(dep.options), stale=prices.stale.get(c.gpu_id),
                    note=prices.conversion)
     if fabric:
         line = (f"{c.servers} servers on one fabric: priced from the providers that rent {c.gpu_id} as a multi-node "
-                "cluster (data/clusters.toml)")
+                f"cluster of {c.servers * c.gpus_per_server} GPUs (data/clusters.toml)")
         deps = [d.model_copy(update={"assumptions": [*d.assumptions, line]}) if d.option == "cloud" else d
                 for d in deps]
     asked = groups_asked(proj)

@@ -22,6 +22,7 @@ import math
 import statistics
 
 from gpuplan.core.cost.breakeven import breakeven_within, owning_breakeven_utilization, worth
+from gpuplan.core.cost.groups import TIER_NAMES, classes_of, price_group, same_class_on_demand, same_provider_on_demand
 from gpuplan.core.cost.growth import when_added
 from gpuplan.core.cost.inputs import Assumptions, Config, Usage
 from gpuplan.schema.plan import Deployment, DeploymentChoice, GrowthStep
@@ -143,7 +144,12 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
         ass.insert(1, f"price group: {group}")
         if term:
             same = [p for p in on_demand if p.provider in providers]
-            ass.append(_same_provider_on_demand(kind, rate, same, currency))
+            ass.append(same_provider_on_demand(kind, rate, same, currency))
+            # like for like (issue 28): the commitment against on demand of the same provider classes, for instances
+            # that hold the same GPUs, not against a median that mixes in GPU clouds and marketplaces
+            classes: set[str] = {p.tier for p in rows}
+            ass.append(same_class_on_demand(kind, rate, [p for p in on_demand if p.tier in classes and (
+                p.instance_gpus is None or p.instance_gpus >= need)], classes, currency))
             if on_demand and rate > statistics.median(p.price_per_gpu_hour for p in on_demand):
                 ass.append(f"the {kind} median is above the on-demand median of all providers "
                            f"({price_group('on-demand', on_demand)}): the groups are not alike; compare the same "
@@ -184,14 +190,7 @@ def shape_gap(gpu_id: str, need: int, quoted: list[CloudPrice]) -> str | None:
 
 
 #: how a provider class reads in a plan (data/prices.toml `tier`)
-TIER_NAMES = {"hyperscaler": "hyperscaler", "specialist": "GPU cloud", "marketplace": "marketplace"}
 
-
-def price_group(kind: str, rows: list[CloudPrice]) -> str:
-    """The price group of a median (issue 28): its commitment and the provider classes of its quotes, with their
-    counts, hyperscalers first: "reserved-1y: 2 hyperscaler"."""
-    counts = {t: sum(1 for p in rows if p.tier == t) for t in TIER_NAMES}
-    return f"{kind}: " + ", ".join(f"{c} {TIER_NAMES[t]}" for t, c in counts.items() if c)
 
 
 def billed_hours(run_hours: float, rows: list[CloudPrice]) -> tuple[float, str | None]:
@@ -210,15 +209,6 @@ def billed_hours(run_hours: float, rows: list[CloudPrice]) -> tuple[float, str |
     return billed, (f"billed {billed:,.2f} h per run for {run_hours:,.2f} h of work: the coarsest billing of the "
                     f"providers quoted ({max(increments, default=1):,} s increments, minimum "
                     f"{max(minimums, default=0.0):g} h)")
-
-
-def _same_provider_on_demand(kind: str, rate: float, same: list[CloudPrice], currency: str) -> str:
-    """A reserved price against the on-demand price of the same provider(s): the discount the commitment buys."""
-    if not same:
-        return f"{kind}: no on-demand price of the same provider to compare with"
-    od = statistics.median(p.price_per_gpu_hour for p in same)
-    return (f"the same provider(s) on demand: {od:.2f} {currency}/GPU-hour; the {kind} commitment saves "
-            f"{1 - rate / od:.0%}" if od > 0 else f"{kind}: no on-demand price of the same provider")
 
 
 def _same_currency(row: str, currency: str) -> None:
@@ -363,6 +353,13 @@ def choose(deps: list[Deployment], use: Usage) -> DeploymentChoice | None:
         when = ("" if be is None else f"; {best.option} is cheaper from month {be:,.1f}" if be > 0 else
                 f"; {best.option} is cheaper from the start")
         reasons.append(f"{d.option} ({d.provider}): {d.total_cost:,.0f} {d.currency}{when}")
+    clouds = [d for d in deps if d.option == "cloud" and d.price_group]
+    if len(clouds) > 1 and len({classes_of(d.price_group) for d in clouds}) > 1:
+        cheapest = clouds[0]
+        reasons.append("the cloud options are priced from different provider classes ("
+                       + "; ".join(d.price_group or "" for d in clouds) + f"): {cheapest.provider} is the cheapest "
+                       "way to rent, and each reserved option is compared like for like with on demand of its own "
+                       "class in its assumptions")
     if best.option == "cloud" and use.production:
         reasons.append("cloud in production: shared, virtualised capacity gives less predictable latency; reserve "
                        "capacity or compare with dedicated hosting")

@@ -87,7 +87,7 @@ class Context:
     #: training: what the project's framework can run and how it names its layouts (None: no framework declared)
     framework: FrameworkCaps | None = None
     #: the rental price per GPU-hour of a configuration, as its deployments price it (SearchInputs.rent_at)
-    rent_at: Callable[[str, int, bool], float | None] | None = None
+    rent_at: Callable[[str, int, int], float | None] | None = None
 
 
 def storage_terms(project: Project, params: ParamCount, trainable: int, dataset_bytes: float,
@@ -173,7 +173,8 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
     # only a provider renting the GPU as a cluster (data/clusters.toml)
     fabric = needs_cluster(servers, ps, training, c.layout.tp * c.layout.pp)
     together = ps if training else min(ps, c.layout.tp * c.layout.pp)  # the GPUs that must share a machine
-    rate = ctx.rent_at(gpu.id, together, fabric) if ctx.rent_at is not None else ctx.rent_per_gpu_hour.get(gpu.id)
+    rate = (ctx.rent_at(gpu.id, together, servers * ps if fabric else 0) if ctx.rent_at is not None
+            else ctx.rent_per_gpu_hour.get(gpu.id))
     horizon = proj.growth.horizon_months
     rent = None
     if rate is not None:
@@ -214,8 +215,9 @@ def pick(ctx: Context, gpu: Gpu, ps: int, servers: int, c: Config, work: StepWor
             return None
     no_rent = None  # why a GPU the price lists rent is not rented this way
     if rent is None and gpu.id in ctx.rent_per_gpu_hour:
-        no_rent = (f"no provider in the price lists rents {gpu.id} as a multi-node cluster, for {servers} servers on "
-                   "one fabric" if fabric else f"no quote in the price lists for an instance of {together} x {gpu.id}")
+        no_rent = (f"no provider in the price lists rents {gpu.id} as a multi-node cluster of {servers * ps} GPUs, "
+                   f"for {servers} servers on one fabric" if fabric
+                   else f"no quote in the price lists for an instance of {together} x {gpu.id}")
     why = over_budget(cost, basis, proj.goals.budget, horizon, training, price is not None and rent is not None,
                       no_rent)
     if why is not None:

@@ -35,9 +35,10 @@ class SearchInputs:
     currency: str = "USD"
     #: reference rental price per GPU-hour, by GPU id
     rent_per_gpu_hour: dict[str, float] = field(default_factory=dict)
-    #: the rental price per GPU-hour of a configuration, (GPU id, GPUs sharing a machine, servers on one fabric) ->
-    #: the median its deployments price (core/cost/clusters.rent_rate), None: not rented; None here: the medians above
-    rent_at: Callable[[str, int, bool], float | None] | None = None
+    #: the rental price per GPU-hour of a configuration, (GPU id, GPUs sharing a machine, GPUs on one fabric across
+    #: servers, 0: none) -> the median its deployments price (core/cost/clusters.rent_rate), None: not rented;
+    #: None here: the medians above
+    rent_at: Callable[[str, int, int], float | None] | None = None
     #: checkpoints a run keeps (data/server_rules.toml)
     checkpoints_kept: int = 3
     notes: list[Note] = field(default_factory=list)

@@ -196,13 +196,15 @@ def power_step(p: Platform, g: Gpu, n: int, cpu: Cpu, dimms: int, k: int, nics: 
                b: Build) -> float:
     """Watts at the wall: the parts plus chassis overhead, or the vendor's maximum when the box is full."""
     s = p.cpu_sockets
-    parts = (n * g.tdp_w + s * cpu.tdp_w + dimms * rules.dimm_w + k * rules.drive_w + nics * rules.nic_w)
+    cpu_w = 0.0 if g.tdp_includes_cpu else s * cpu.tdp_w  # a module's power may already hold its CPU (GH200)
+    parts = (n * g.tdp_w + cpu_w + dimms * rules.dimm_w + k * rules.drive_w + nics * rules.nic_w)
     power = parts * (1 + rules.chassis_overhead_fraction)
     # the vendor's maximum when the box is full and above the estimate; always for an appliance as shipped
     full = p.max_power_w is not None and n == p.gpu_slots and (p.max_power_w > power or p.fixed)
     if not b.text:
         return float(p.max_power_w) if full and p.max_power_w is not None else power
-    text = (f"Power {fmt(power)} W: ({n} x {g.tdp_w:g} W GPUs + {s} x {cpu.tdp_w} W CPUs + {dimms} DIMMs x "
+    cpus = f"{s} x {cpu.name} inside the {g.tdp_w:g} W modules" if g.tdp_includes_cpu else f"{s} x {cpu.tdp_w} W CPUs"
+    text = (f"Power {fmt(power)} W: ({n} x {g.tdp_w:g} W GPUs + {cpus} + {dimms} DIMMs x "
             f"{rules.dimm_w:g} W + {k} drives x {rules.drive_w:g} W + {nics} NICs x {rules.nic_w:g} W = "
             f"{fmt(parts)} W) x {1 + rules.chassis_overhead_fraction:g} (rule chassis_overhead_fraction)")
     if full and p.max_power_w is not None:
