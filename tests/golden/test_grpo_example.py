@@ -1,6 +1,7 @@
 """Golden answers for the GRPO example (issue #31), `qwen2.5-7b-grpo`: verl's DAPO recipe for Qwen2.5-Math-7B
 (volcengine/verl recipe/dapo/test_dapo_7b_math.sh @3592251: 512 prompts x 16 responses per step, 2,048 + 8,192
-tokens, kl off, 8 x 8 GPUs), estimated on 64 H100s (ZeRO-3)."""
+tokens, kl off, 8 x 8 GPUs, actor_rollout_ref.rollout.gpu_memory_utilization=0.80), estimated on 64 H100s
+(ZeRO-3)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gpuplan.api import estimate, plan
 from gpuplan.catalog.hardware import builtin_catalog
 from gpuplan.catalog.loader import example_path, load_overheads, resolve_model
 from gpuplan.catalog.serving import load_serving
-from gpuplan.core.sizing.engine_memory import estimate_serving_memory
+from gpuplan.core.sizing.engine_memory import admitted_memory, estimate_serving_memory
 from gpuplan.core.sizing.params import count_params
 from gpuplan.errors import GpuplanError
 from gpuplan.schema.project import Layout, ModelRef, Workload
@@ -47,30 +48,61 @@ def test_kl_off_needs_less_memory_than_kl_on_by_the_references_weights() -> None
     assert on.peak_tensor_bytes - off.peak_tensor_bytes == on.reference_bytes
 
 
-def test_the_rollout_holds_the_engines_weights_and_every_sequences_kv_cache() -> None:
-    # 8,192 sequences over 64 one-GPU engine replicas: 128 each, 10,240 tokens (whole 16-token blocks) of
-    # 28 layers x 4 KV heads x 128 x 2 (K and V) x 2 bytes = 57,344 bytes per token: 70.0 GiB; the engine's bf16
-    # weights 2 x 7.62e9 = 14.2 GiB
+def test_the_recipe_fits_an_h100_with_the_engine_in_its_share() -> None:
+    # verl runs this recipe on 8 x 8 80 GB GPUs with the engine at 0.80 of each GPU: vLLM's KV cache is what the
+    # share leaves after the engine's bf16 weights (2 x 7.62e9 = 14.2 GiB), temporaries and graphs, and the
+    # sequences that do not fit wait in its queue. Before the share was modelled gpuplan held all 128 sequences of
+    # each replica (70.0 GiB of KV cache, 87 GiB per GPU: over an H100)
     m = estimated().memory
+    share = 0.8 * 79.6 * GIB  # the catalog's H100 SXM: 79.6 GiB
     assert m.peak_phase == "rollout"
-    assert m.kv_cache_bytes == pytest.approx(128 * 10_240 * 57_344, rel=0.001)
     assert m.rollout_weights_bytes == pytest.approx(2 * PARAMS, rel=0.01)
+    # the engine's parts (its weights, KV cache, prefill temporaries, graphs) fill its share
+    assert m.kv_cache_bytes + m.rollout_weights_bytes + m.activations_bytes + m.other_bytes == pytest.approx(
+        share, rel=0.001)
+    assert m.kv_cache_bytes < 128 * 10_240 * 57_344  # fewer than every sequence at once
     assert m.gradients_bytes == 0  # freed by the optimizer step before the rollout
-    assert not m.fits  # 70 GiB of KV cache with all 8,192 sequences in flight: over an 80 GB GPU
+    assert m.fits
+
+
+def test_the_sequences_that_do_not_fit_run_as_waves() -> None:
+    # 10,240 tokens x 57,344 bytes (28 layers x 4 KV heads x 128 x 2 x 2 bytes) = 0.55 GiB per sequence at its
+    # full length: the share's ~48 GiB of KV cache hold 87 of the replica's 128: two waves, said in a note
+    r = estimated()
+    waves = [n for n in r.notes if n.code == "grpo-rollout-waves"]
+    assert len(waves) == 1 and "87 of each replica's 128" in waves[0].message and "2 waves" in waves[0].message
+
+
+def test_a_smaller_share_lengthens_the_step_and_too_small_a_share_cannot_start() -> None:
+    half, recipe = estimate(example(gpu_memory_utilization=0.4), catalog=CATALOG), estimated()
+    assert half.time is not None and recipe.time is not None
+    assert half.time.step_seconds > recipe.time.step_seconds
+    # 0.15 x 79.6 GiB = 11.9 GiB: less than the engine's 14.2 GiB of weights
+    tiny = estimate(example(gpu_memory_utilization=0.15), catalog=CATALOG)
+    assert any(n.code == "grpo-engine-cannot-start" for n in tiny.notes)
 
 
 def test_the_rollout_engine_is_gpuplans_serving_estimate_of_the_same_engine() -> None:
-    # the same vLLM engine serving 128 requests of 2,048 + 8,192 tokens on one GPU: the same weights and KV cache
+    # the same vLLM engine serving 128 requests of 2,048 + 8,192 tokens on one GPU with 0.8 of it: the same weights,
+    # and the KV cache of the requests its share admits (engine_memory.admitted_memory), within the two sequences
+    # (1.1 GiB) the serving estimate also takes from the share for the CUDA context and the allocator's reserve,
+    # which a colocated engine shares with the trainer's process (counted once, in the trainer's part)
     arch = resolve_model(ModelRef(preset="qwen2.5-7b")).arch
     w = Workload(task="inference", batch_size=128, context_length=2048, output_tokens=8192)
-    served = estimate_serving_memory(arch, count_params(arch), w, Layout(), 1, load_overheads(), load_serving().engine)
+    p, oh, engine = count_params(arch), load_overheads(), load_serving().engine
+    served = estimate_serving_memory(arch, p, w, Layout(), 1, oh, engine)
     m = estimated().memory
-    assert m.kv_cache_bytes == served.breakdown.kv_cache_bytes
     assert m.rollout_weights_bytes == served.breakdown.weights_bytes
+    _, holds = admitted_memory(arch, p, w, Layout(), 1, oh, engine, int(0.8 * 79.6 * GIB))
+    per_sequence = served.breakdown.kv_cache_bytes / 128
+    assert holds <= m.kv_cache_bytes // per_sequence <= holds + 2
 
 
-def test_memory_grows_with_the_group() -> None:
-    assert estimated(group_size=32).memory.peak_tensor_bytes > estimated(group_size=16).memory.peak_tensor_bytes
+def test_memory_never_shrinks_with_the_group() -> None:
+    # the engine takes its share whatever the group: a larger group waits longer in the queue, holds no less
+    big, small = estimated(group_size=32), estimated(group_size=16)
+    assert big.memory.peak_tensor_bytes >= small.memory.peak_tensor_bytes
+    assert big.time is not None and small.time is not None and big.time.step_seconds > small.time.step_seconds
 
 
 def test_the_step_says_where_its_time_goes() -> None:

@@ -104,3 +104,22 @@ def test_memory_never_decreases_with_the_group_size(model: str, w: Workload, lay
     assert w.grpo is not None
     bigger = with_spec(w, group_size=w.grpo.group_size * factor)
     assert peak(arch, bigger, lay, gpus) >= peak(arch, w, lay, gpus)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), grpo_workloads(), st.sampled_from(GPUS), st.sampled_from(LAYOUTS),
+       st.floats(0.2, 0.85), st.floats(0.01, 0.5))
+def test_a_smaller_engine_share_never_shortens_the_step(model: str, w: Workload, gpu: str, layout: tuple[Layout, int],
+                                                        share: float, less: float) -> None:
+    """The colocated engine's share (grpo.gpu_memory_utilization) bounds the sequences it generates at once: a
+    smaller share holds fewer, the rest wait, and the rollout's waves decode at a smaller batch, never faster; where
+    the smaller share holds fewer sequences than the larger one's waves need, the step is strictly longer."""
+    arch, (lay, gpus) = arch_of(model), layout
+    big, small = with_share(w, share), with_share(w, share * (1 - less))
+    assert step_s(arch, small, gpu, lay, gpus) >= step_s(arch, big, gpu, lay, gpus)
+    assert step_s(arch, small, gpu, lay, gpus, "rollout_decode") >= step_s(arch, big, gpu, lay, gpus, "rollout_decode")
+
+
+def with_share(w: Workload, share: float) -> Workload:
+    assert w.grpo is not None
+    return w.model_copy(update={"grpo": w.grpo.model_copy(update={"gpu_memory_utilization": share})})

@@ -178,7 +178,8 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     else:
         mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, overheads)
         mem = with_rollout(mem, arch, params, w, hw.layout, hw.gpus, overheads,
-                           serving.engine if serving is not None else None)
+                           serving.engine if serving is not None else None,
+                           int(gpu.memory_gib * GIB) if gpu is not None else None)
     notes = [*notes, *mem.notes]
     time = inference = None
     if w.task != "inference":

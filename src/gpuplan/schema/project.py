@@ -146,6 +146,10 @@ class GrpoSpec(_Section):
     prompt_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     response_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     placement: GrpoPlacement = "colocated"
+    #: colocated: the fraction of each GPU the rollout engine takes (its weights, temporaries, graphs and KV cache;
+    #: the sequences that do not fit wait in its queue): verl actor_rollout_ref.rollout.gpu_memory_utilization
+    #: (default 0.5, verl/trainer/config/rollout/rollout.yaml), TRL vllm_gpu_memory_utilization (default 0.3)
+    gpu_memory_utilization: Number = Field(0.5, gt=0, lt=1)
 
 
 class Slo(_Section):

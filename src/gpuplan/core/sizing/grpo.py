@@ -37,6 +37,7 @@ from gpuplan.core.sizing.grpo_policy import (  # the policy's view, re-exported 
     reference_bytes,
     sequences_per_step,
 )
+from gpuplan.core.sizing.grpo_share import EngineShare, engine_share
 from gpuplan.core.sizing.levels import reserve_and_device
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.serving import step_cost
@@ -49,11 +50,17 @@ from gpuplan.schema.model import ModelArch
 from gpuplan.schema.project import GrpoSpec, Layout, Workload
 from gpuplan.schema.serving import EngineDefaults, ServingData
 from gpuplan.schema.speed import SpeedModel
+from gpuplan.units import GIB
 
 #: the reference's and the rollout engine's weights: bf16 (the policy's dtype, as verl and TRL load them)
 WEIGHT_BYTES_16BIT = 2
 #: segments the decoding of a response is summed over (the context grows linearly; each segment at its midpoint)
 DECODE_SEGMENTS = 32
+#: the overheads an engine estimate is made with where only its tensors are read (its breakdown does not depend on
+#: them: the CUDA context, the allocator's reserve and NCCL's buffers enter its device total only)
+TENSORS_ONLY = Overheads(cuda_context_bytes=0, cublas_workspace_bytes=0, nccl_bytes_per_communicator=0,
+                         allocator_fraction_training=0.0, allocator_fraction_inference=0.0,
+                         allocator_rounding_bytes=1, ddp_bucket_bytes=0)
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -73,10 +80,23 @@ def engine_layout(lay: Layout) -> Layout:
 def rollout_engine_memory(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout, gpus: int, oh: Overheads,
                           engine: EngineDefaults) -> MemoryEstimate:
     """gpuplan's serving estimate of the colocated vLLM engine, per GPU: its weights, the KV cache of its replica's
-    sequences (prompt + response each), its prefill temporaries and CUDA graphs."""
+    sequences (prompt + response each) all in flight, its prefill temporaries and CUDA graphs."""
     el = engine_layout(lay)
-    replicas = max(gpus // (el.tp * el.pp), 1)
-    return estimate_inference(arch, p, rollout_workload(spec, replicas), el, el.tp * el.pp, oh, engine)
+    return estimate_inference(arch, p, rollout_workload(spec, replicas_of(lay, gpus)), el, el.tp * el.pp, oh, engine)
+
+
+def replicas_of(lay: Layout, gpus: int) -> int:
+    """The colocated engine's replicas: one per model-parallel group of the trainer."""
+    el = engine_layout(lay)
+    return max(gpus // (el.tp * el.pp), 1)
+
+
+def rollout_share(eng: MemoryEstimate, spec: GrpoSpec, lay: Layout, gpus: int, gpu_bytes: int) -> EngineShare:
+    """The engine of `eng` (rollout_engine_memory's) in its share of a GPU of `gpu_bytes`
+    (grpo.gpu_memory_utilization; core/sizing/grpo_share.py): the KV cache it allocates, the sequences it holds at
+    once, the waves its replica's sequences run in."""
+    wanted = rollout_workload(spec, replicas_of(lay, gpus)).batch_size or 1
+    return engine_share(eng, wanted, gpu_bytes, spec.gpu_memory_utilization)
 
 
 def rollout_parts(kept: MemoryBreakdown, eng: MemoryEstimate) -> MemoryBreakdown:
@@ -87,6 +107,13 @@ def rollout_parts(kept: MemoryBreakdown, eng: MemoryEstimate) -> MemoryBreakdown
                            activations_bytes=e.activations_bytes, kv_cache_bytes=e.kv_cache_bytes,
                            other_bytes=e.other_bytes, reference_bytes=kept.reference_bytes,
                            rollout_weights_bytes=e.weights_bytes)
+
+
+def trainer_kept(b: MemoryBreakdown) -> MemoryBreakdown:
+    """What the trainer keeps through the rollout of its training breakdown `b`: its weights, optimizer states and
+    the reference (no gradients, no activations)."""
+    return MemoryBreakdown(weights_bytes=b.weights_bytes, gradients_bytes=0, optimizer_bytes=b.optimizer_bytes,
+                           activations_bytes=0, kv_cache_bytes=0, other_bytes=0, reference_bytes=b.reference_bytes)
 
 
 def rollout_device_bytes(parts: MemoryBreakdown, oh: Overheads, gpus: int, lay: Layout) -> tuple[int, int, int]:
@@ -103,9 +130,11 @@ ROLLOUT_NAMES = {"weights_bytes": "weights", "optimizer_bytes": "optimizer state
 
 
 def with_rollout(m: MemoryEstimate, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int,
-                 oh: Overheads, engine: EngineDefaults | None) -> MemoryEstimate:
+                 oh: Overheads, engine: EngineDefaults | None, gpu_bytes: int | None = None) -> MemoryEstimate:
     """The training estimate `m` of a GRPO policy's view with the rollout phase: the larger of the two is the peak
-    (its breakdown shown); `engine` None (no serving data given): the rollout is not sized, and a note says so."""
+    (its breakdown shown); `engine` None (no serving data given): the rollout is not sized, and a note says so.
+    `gpu_bytes`: the GPU's memory, whose share (grpo.gpu_memory_utilization) the engine takes whole, its KV cache
+    holding the sequences that fit (the rest queue: waves); None (no GPU given): every sequence's KV cache held."""
     spec = w.grpo
     if spec is None:
         return m
@@ -114,16 +143,47 @@ def with_rollout(m: MemoryEstimate, arch: ModelArch, p: ParamCount, w: Workload,
             code="grpo-rollout-unsized", severity="warning",
             message="the rollout engine's memory is not counted here (no serving engine data)")]})
     eng = rollout_engine_memory(arch, p, spec, lay, gpus, oh, engine)
-    parts = rollout_parts(m.breakdown, eng)
-    peak, reserved, device = rollout_device_bytes(parts, oh, gpus, lay)
+    kept = m.breakdown
+    notes = list(m.notes)
+    if gpu_bytes is None:
+        parts = rollout_parts(kept, eng)
+        peak, reserved, device = rollout_device_bytes(parts, oh, gpus, lay)
+    else:
+        share = rollout_share(eng, spec, lay, gpus, gpu_bytes)
+        kv = share.kv_bytes if share.starts else math.ceil(share.per_sequence)
+        eng = eng.model_copy(update={"breakdown": eng.breakdown.model_copy(update={"kv_cache_bytes": kv})})
+        parts = rollout_parts(kept, eng)
+        kpeak, reserved, kdevice = rollout_device_bytes(trainer_kept(kept), oh, gpus, lay)
+        engine_total = share.fixed + kv
+        peak, device = kpeak + engine_total, kdevice + engine_total
+        notes.append(share_note(share, spec))
     phases = {**m.phase_peaks_bytes, "rollout": peak}
     if peak <= m.peak_tensor_bytes:
-        return m.model_copy(update={"phase_peaks_bytes": phases})
+        return m.model_copy(update={"phase_peaks_bytes": phases, "notes": notes})
     dump = parts.model_dump()
     dominant = ROLLOUT_NAMES[max(dump, key=lambda k: dump[k])]
     return m.model_copy(update={"breakdown": parts, "peak_phase": "rollout", "phase_peaks_bytes": phases,
                                 "peak_tensor_bytes": peak, "reserved_bytes": reserved, "device_bytes": device,
-                                "dominant": dominant})
+                                "dominant": dominant, "notes": notes})
+
+
+def share_note(share: EngineShare, spec: GrpoSpec) -> Note:
+    """What the engine's share holds: all the replica's sequences, waves of those that fit, or not one."""
+    gib = GIB
+    head = (f"rollout engine: {spec.gpu_memory_utilization:g} of each GPU ({share.share / gib:,.1f} GiB, "
+            f"grpo.gpu_memory_utilization), {share.kv_bytes / gib:,.1f} GiB of it KV cache")
+    if not share.starts:
+        return Note(code="grpo-engine-cannot-start", severity="warning",
+                    message=f"{head}: not one sequence of {spec.prompt_length + spec.response_length:,} tokens fits "
+                            f"beside its weights, temporaries and graphs ({share.fixed / gib:,.1f} GiB); vLLM would "
+                            "refuse to start: raise grpo.gpu_memory_utilization or the tensor parallelism")
+    if share.waves == 1:
+        return Note(code="grpo-rollout-waves", message=f"{head}: holds all {share.wanted:,} sequences of each "
+                    f"replica at once ({share.holds:,} fit)")
+    return Note(code="grpo-rollout-waves", message=(
+        f"{head}: holds {share.in_flight:,} of each replica's {share.wanted:,} sequences at their full length; vLLM "
+        f"queues the rest, so the rollout is timed as {share.waves} waves (an upper bound where responses end "
+        "early: vLLM then admits queued ones as blocks free)"))
 
 
 # ------------------------------------------------------------------------------------------------ time
@@ -143,20 +203,23 @@ class RolloutTime:
 
 def rollout_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout, gpus: int, gpu: Gpu,
                     sm: SpeedModel, serving: ServingData, node: int) -> tuple[float, float]:
-    """(prefill, decode) seconds of the step's rollout on each engine replica: its sequences in waves of the engine's
-    max_num_seqs, each wave prefilled in chunks of the token budget, then decoded a token per step per sequence until
-    response_length (the longest response bounds the step), the context growing as it decodes. Each engine step is
-    timed by the serving speed model (core/sizing/serving.step_cost)."""
+    """(prefill, decode) seconds of the step's rollout on each engine replica: its sequences in waves of those the
+    engine runs at once (the fewer of vLLM's max_num_seqs and those whose KV cache at full length fits the engine's
+    share of the GPU: grpo.gpu_memory_utilization; the rest wait in vLLM's queue), each wave prefilled in chunks of
+    the token budget, then decoded a token per step per sequence until response_length (the longest response
+    bounds the step), the context growing as it decodes. Each engine step is timed by the serving speed model
+    (core/sizing/serving.step_cost)."""
     el = engine_layout(lay)
-    replicas = max(gpus // (el.tp * el.pp), 1)
-    rw = rollout_workload(spec, replicas)
+    rw = rollout_workload(spec, replicas_of(lay, gpus))
     eng = serving.engine
     cost = step_cost(arch, p, rw, el, gpu, sm, serving, node)
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
     budget = prefill_budget(rw, eng, large) or eng.max_num_batched_tokens_large
     max_seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
+    mem = estimate_inference(arch, p, rw, el, el.tp * el.pp, TENSORS_ONLY, eng)
+    fits = rollout_share(mem, spec, lay, gpus, int(gpu.memory_gib * GIB)).in_flight
     n = rw.batch_size
-    waves = math.ceil(n / max_seqs)
+    waves = math.ceil(n / min(max_seqs, fits))
     b = n / waves
     prompt, resp = spec.prompt_length, spec.response_length
     tokens = b * prompt
@@ -201,7 +264,8 @@ def timed_step(st: StepTime, work: StepWork, r: GpuRates, arch: ModelArch, p: Pa
     return finish_step(out, work, r, total_tokens)
 
 
-__all__ = ["DECODE_SEGMENTS", "POLICY_TASK", "ROLLOUT_NAMES", "RolloutTime", "check_grpo", "engine_layout",
-           "grpo_notes", "grpo_spec", "log_prob_seconds", "policy_project", "policy_workload", "reference_bytes",
-           "rollout_device_bytes", "rollout_engine_memory", "rollout_parts", "rollout_seconds", "rollout_workload",
-           "sequences_per_step", "timed_step", "with_rollout"]
+__all__ = ["DECODE_SEGMENTS", "POLICY_TASK", "ROLLOUT_NAMES", "TENSORS_ONLY", "RolloutTime", "check_grpo",
+           "engine_layout", "grpo_notes", "grpo_spec", "log_prob_seconds", "policy_project", "policy_workload",
+           "reference_bytes", "replicas_of", "rollout_device_bytes", "rollout_engine_memory", "rollout_parts",
+           "rollout_seconds", "rollout_share", "rollout_workload", "sequences_per_step", "share_note", "timed_step",
+           "trainer_kept", "with_rollout"]
