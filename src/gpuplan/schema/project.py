@@ -150,6 +150,9 @@ class GrpoSpec(_Section):
     #: the sequences that do not fit wait in its queue): verl actor_rollout_ref.rollout.gpu_memory_utilization
     #: (default 0.5, verl/trainer/config/rollout/rollout.yaml), TRL vllm_gpu_memory_utilization (default 0.3)
     gpu_memory_utilization: Number = Field(0.5, gt=0, lt=1)
+    #: the rollout engine's tensor parallel degree (verl actor_rollout_ref.rollout.tensor_model_parallel_size, TRL
+    #: vllm_tensor_parallel_size); none: the trainer's model-parallel group (tensor x pipeline)
+    rollout_tp: PositiveInt | None = Field(None, le=64)
 
 
 class Slo(_Section):

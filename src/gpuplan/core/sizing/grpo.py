@@ -71,9 +71,12 @@ def rollout_workload(spec: GrpoSpec, replicas: int) -> Workload:
                     output_tokens=spec.response_length)
 
 
-def engine_layout(lay: Layout) -> Layout:
-    """The colocated engine's layout: the trainer's model-parallel group (tensor x pipeline), one replica per
-    group; ZeRO does not shard an inference engine."""
+def engine_layout(lay: Layout, spec: GrpoSpec | None = None) -> Layout:
+    """The colocated engine's layout: `grpo.rollout_tp` tensor parallel when given (verl
+    actor_rollout_ref.rollout.tensor_model_parallel_size), else the trainer's model-parallel group (tensor x
+    pipeline); one replica per group; ZeRO does not shard an inference engine."""
+    if spec is not None and spec.rollout_tp is not None:
+        return Layout(tp=spec.rollout_tp)
     return Layout(tp=lay.tp, pp=lay.pp)
 
 
@@ -81,13 +84,14 @@ def rollout_engine_memory(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: L
                           engine: EngineDefaults) -> MemoryEstimate:
     """gpuplan's serving estimate of the colocated vLLM engine, per GPU: its weights, the KV cache of its replica's
     sequences (prompt + response each) all in flight, its prefill temporaries and CUDA graphs."""
-    el = engine_layout(lay)
-    return estimate_inference(arch, p, rollout_workload(spec, replicas_of(lay, gpus)), el, el.tp * el.pp, oh, engine)
+    el = engine_layout(lay, spec)
+    return estimate_inference(arch, p, rollout_workload(spec, replicas_of(lay, gpus, spec)), el, el.tp * el.pp, oh,
+                              engine)
 
 
-def replicas_of(lay: Layout, gpus: int) -> int:
-    """The colocated engine's replicas: one per model-parallel group of the trainer."""
-    el = engine_layout(lay)
+def replicas_of(lay: Layout, gpus: int, spec: GrpoSpec | None = None) -> int:
+    """The colocated engine's replicas: one per engine layout's group of GPUs (engine_layout)."""
+    el = engine_layout(lay, spec)
     return max(gpus // (el.tp * el.pp), 1)
 
 
@@ -95,7 +99,7 @@ def rollout_share(eng: MemoryEstimate, spec: GrpoSpec, lay: Layout, gpus: int, g
     """The engine of `eng` (rollout_engine_memory's) in its share of a GPU of `gpu_bytes`
     (grpo.gpu_memory_utilization; core/sizing/grpo_share.py): the KV cache it allocates, the sequences it holds at
     once, the waves its replica's sequences run in."""
-    wanted = rollout_workload(spec, replicas_of(lay, gpus)).batch_size or 1
+    wanted = rollout_workload(spec, replicas_of(lay, gpus, spec)).batch_size or 1
     return engine_share(eng, wanted, gpu_bytes, spec.gpu_memory_utilization)
 
 
@@ -209,8 +213,8 @@ def rollout_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout,
     the token budget, then decoded a token per step per sequence until response_length (the longest response
     bounds the step), the context growing as it decodes. Each engine step is timed by the serving speed model
     (core/sizing/serving.step_cost)."""
-    el = engine_layout(lay)
-    rw = rollout_workload(spec, replicas_of(lay, gpus))
+    el = engine_layout(lay, spec)
+    rw = rollout_workload(spec, replicas_of(lay, gpus, spec))
     eng = serving.engine
     cost = step_cost(arch, p, rw, el, gpu, sm, serving, node)
     large = gpu.memory_gib >= eng.large_gpu_min_gib and "a100" not in gpu.id
