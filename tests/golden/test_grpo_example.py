@@ -151,3 +151,52 @@ def test_fit_and_export_say_they_do_not_answer_grpo_yet() -> None:
     assert rec is not None
     with pytest.raises(GpuplanError, match="verl or TRL job"):
         export(load_project(example_path("qwen2.5-7b-grpo"))[0], rec, "deepspeed")
+
+
+def separate(rollout_gpus: int, gpus: int = 64) -> EstimateResult:
+    project = example(placement="separate", rollout_gpus=rollout_gpus, gpu_memory_utilization=None)
+    project["hardware"] = {**project["hardware"], "gpus": gpus}
+    return estimate(project, catalog=CATALOG)
+
+
+def test_separate_pools_hold_each_its_own_and_time_the_weight_sync() -> None:
+    # 16 of 64 H100s for the engine (vLLM alone there, at its own 0.9 share), 48 for the trainer (ZeRO-3). The
+    # weights' broadcast crosses servers: the NIC's 50 GB/s per GPU (data/speed.toml hopper network_gbs_per_gpu, 400
+    # Gb/s NDR) x 0.75 (link_efficiency): 2 x 7.62e9 bytes / 37.5e9 = 0.41 s; the engine's GPUs count in GPU-hours
+    r = separate(16)
+    assert r.hardware.gpus == 48 and any(n.code == "grpo-pools" for n in r.notes)
+    m, t = r.memory, r.time
+    assert t is not None
+    assert m.peak_phase == "rollout" and m.weights_bytes == 0 and m.optimizer_bytes == 0  # the engine's pool alone
+    assert m.rollout_weights_bytes == pytest.approx(2 * PARAMS, rel=0.01)
+    assert m.device_bytes <= 0.9 * 79.6 * GIB + 1  # vLLM's share holds all it uses there
+    assert t.step_breakdown_s["weight_sync"] == pytest.approx(2 * PARAMS / (50e9 * 0.75), rel=0.01)
+    assert t.gpu_hours == pytest.approx(t.wall_hours * 64, rel=1e-9)  # type: ignore[operator]
+
+
+def test_in_one_server_the_weights_go_over_nvlink() -> None:
+    # 2 + 6 H100s of one server: NVLink's 900 GB/s both ways, 450 one way x 0.75: 2 x 7.62e9 / 337.5e9 = 0.045 s
+    t = separate(2, gpus=8).time
+    assert t is not None
+    assert t.step_breakdown_s["weight_sync"] == pytest.approx(2 * PARAMS / (450e9 * 0.75), rel=0.01)
+
+
+def test_fewer_engine_gpus_lengthen_the_rollout() -> None:
+    few, more = separate(8).time, separate(32).time
+    assert few is not None and more is not None
+    rollout = [t.step_breakdown_s["rollout_decode"] + t.step_breakdown_s["rollout_prefill"] for t in (few, more)]
+    assert rollout[0] > rollout[1]
+
+
+def test_separate_pools_need_the_engines_share_of_gpus() -> None:
+    with pytest.raises(GpuplanError, match="rollout_gpus"):
+        estimate(example(placement="separate"), catalog=CATALOG)
+    with pytest.raises(GpuplanError, match="leave the trainer none"):
+        separate(64)
+
+
+def test_the_plan_says_which_placement_is_faster_and_where_the_step_goes() -> None:
+    result = plan(example_path("qwen2.5-7b-grpo"), catalog=CATALOG)
+    notes = [n.message for n in result.notes if n.code == "grpo-placement"]
+    assert len(notes) == 1 and "colocated" in notes[0] and "rollout" in notes[0] and "training" in notes[0]
+    assert "separate pools" in notes[0]

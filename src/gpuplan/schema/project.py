@@ -28,8 +28,9 @@ DpoMethod = Literal["full", "lora"]
 #: before training (TRL precompute_ref_log_probs)
 DpoReference = Literal["model", "precomputed"]
 #: where GRPO's rollout engine runs: on the trainer's GPUs, swapping memory between the phases (verl's hybrid engine,
-#: TRL vllm_mode=colocate); the only placement this release sizes
-GrpoPlacement = Literal["colocated"]
+#: TRL vllm_mode=colocate), or on GPUs of its own, the policy's weights broadcast to it each step (OpenRLHF, NeMo RL
+#: non-colocated, TRL vllm_mode=server)
+GrpoPlacement = Literal["colocated", "separate"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 #: paged-adamw-8bit: bitsandbytes' PagedAdamW8bit (states in CUDA unified memory, paged to the host under pressure)
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
@@ -146,10 +147,13 @@ class GrpoSpec(_Section):
     prompt_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     response_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     placement: GrpoPlacement = "colocated"
-    #: colocated: the fraction of each GPU the rollout engine takes (its weights, temporaries, graphs and KV cache;
-    #: the sequences that do not fit wait in its queue): verl actor_rollout_ref.rollout.gpu_memory_utilization
-    #: (default 0.5, verl/trainer/config/rollout/rollout.yaml), TRL vllm_gpu_memory_utilization (default 0.3)
-    gpu_memory_utilization: Number = Field(0.5, gt=0, lt=1)
+    #: the fraction of each engine GPU the rollout engine takes (its weights, temporaries, graphs and KV cache; the
+    #: sequences that do not fit wait in its queue). None: colocated 0.5 (verl
+    #: actor_rollout_ref.rollout.gpu_memory_utilization, verl/trainer/config/rollout/rollout.yaml; TRL's
+    #: vllm_gpu_memory_utilization is 0.3), separate vLLM's own default (data/serving.toml, 0.9)
+    gpu_memory_utilization: Number | None = Field(None, gt=0, lt=1)
+    #: separate: the GPUs of the engine's pool (the trainer has the rest of hardware.gpus)
+    rollout_gpus: PositiveInt | None = Field(None, le=MAX_GPUS)
     #: the rollout engine's tensor parallel degree (verl actor_rollout_ref.rollout.tensor_model_parallel_size, TRL
     #: vllm_tensor_parallel_size); none: the trainer's model-parallel group (tensor x pipeline)
     rollout_tp: PositiveInt | None = Field(None, le=64)

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from gpuplan.core.search.shapes import Config, LayoutGroup, layout_of, order_key, pow2_upto
 from gpuplan.core.sizing.grpo import rollout_device_bytes, rollout_engine_memory, rollout_share, timed_step
+from gpuplan.core.sizing.grpo_pools import engine_utilization
 from gpuplan.core.sizing.grpo_share import equivalent_bytes
 from gpuplan.core.sizing.layout_memory import Allocator, AmpCasts, LayoutMemory, device_bytes_of, step_peaks
 from gpuplan.core.sizing.params import ParamCount, count_params
@@ -91,6 +92,9 @@ class TrainingSpace:
         `grows`: whether the planned growth changes any layout's memory; `grown_models`: the grown model, the
         search's; `grown_workload(w)`: `w` with the planned growth of the context; `framework`: what the project's
         framework can run (None: every layout), so only those layouts are made."""
+        if w.grpo is not None and w.grpo.placement == "separate":  # sized colocated; core/search/placement.py then
+            w = w.model_copy(update={"grpo": w.grpo.model_copy(update={  # compares the splits into separate pools
+                "placement": "colocated", "rollout_gpus": None, "gpu_memory_utilization": None})})
         self.arch, self.p, self.w, self.gbs, self.table, self.sm = arch, p, w, gbs, table, sm
         self.trainable, self.total_tokens, self.grows = trainable, total_tokens, grows
         self.grown_models, self.grown_workload = grown_models, grown_workload
@@ -194,20 +198,22 @@ class TrainingSpace:
             kept = MemoryBreakdown(weights_bytes=st.weights, gradients_bytes=0, optimizer_bytes=st.optimizer,
                                    activations_bytes=0, kv_cache_bytes=0, other_bytes=0, reference_bytes=st.reference)
             eng = rollout_engine_memory(self.arch, self.p, spec, lay, n, self.oh, self.serving.engine)
-            start = rollout_share(eng, spec, lay, n, 0).start_bytes
+            start = rollout_share(eng, spec, lay, n, 0, self.serving.engine).start_bytes
             kept_device = rollout_device_bytes(kept, self.oh, n, lay)[2]
             self.rollout_need[(n, lay)] = (kept_device, start)
-            out[lay] = equivalent_bytes(kept_device, start, spec.gpu_memory_utilization, self.headroom)
+            out[lay] = equivalent_bytes(kept_device, start, engine_utilization(spec, self.serving.engine),
+                                        self.headroom)
         return out
 
     def _rollout_on(self, c: Config, usable: int, grown: int) -> int:
         """GRPO: the peak bytes per GPU of `c` on the GPU whose usable bytes are `usable`: the larger of the training
         phase's (`grown`: as planned, or after the growth) and the rollout's (the trainer's kept memory beside the
         engine's share of that GPU, or what the engine needs to start if its share is smaller)."""
-        assert self.w.grpo is not None
+        assert self.w.grpo is not None and self.serving is not None
         kept, start = self.rollout_need[(c.n, c.layout)]
         gpu_bytes = usable / (1.0 - self.headroom) if self.headroom < 1 else 0.0
-        return max(grown, kept + max(int(gpu_bytes * self.w.grpo.gpu_memory_utilization), start))
+        share = engine_utilization(self.w.grpo, self.serving.engine)
+        return max(grown, kept + max(int(gpu_bytes * share), start))
 
     def grown_bytes(self, c: Config, factor: float, usable: int = 0) -> int:
         """Peak bytes per GPU of `c` after the planned growth, with the model `factor` times the planned size; GRPO

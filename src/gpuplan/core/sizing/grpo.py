@@ -37,6 +37,7 @@ from gpuplan.core.sizing.grpo_policy import (  # the policy's view, re-exported 
     reference_bytes,
     sequences_per_step,
 )
+from gpuplan.core.sizing.grpo_pools import engine_pool_layout, engine_utilization, separate, sync_seconds
 from gpuplan.core.sizing.grpo_share import EngineShare, engine_share
 from gpuplan.core.sizing.levels import reserve_and_device
 from gpuplan.core.sizing.params import ParamCount
@@ -95,12 +96,13 @@ def replicas_of(lay: Layout, gpus: int, spec: GrpoSpec | None = None) -> int:
     return max(gpus // (el.tp * el.pp), 1)
 
 
-def rollout_share(eng: MemoryEstimate, spec: GrpoSpec, lay: Layout, gpus: int, gpu_bytes: int) -> EngineShare:
+def rollout_share(eng: MemoryEstimate, spec: GrpoSpec, lay: Layout, gpus: int, gpu_bytes: int,
+                  engine: EngineDefaults) -> EngineShare:
     """The engine of `eng` (rollout_engine_memory's) in its share of a GPU of `gpu_bytes`
-    (grpo.gpu_memory_utilization; core/sizing/grpo_share.py): the KV cache it allocates, the sequences it holds at
-    once, the waves its replica's sequences run in."""
+    (grpo.gpu_memory_utilization, grpo_pools.engine_utilization; core/sizing/grpo_share.py): the KV cache it
+    allocates, the sequences it holds at once, the waves its replica's sequences run in."""
     wanted = rollout_workload(spec, replicas_of(lay, gpus, spec)).batch_size or 1
-    return engine_share(eng, wanted, gpu_bytes, spec.gpu_memory_utilization)
+    return engine_share(eng, wanted, gpu_bytes, engine_utilization(spec, engine))
 
 
 def rollout_parts(kept: MemoryBreakdown, eng: MemoryEstimate) -> MemoryBreakdown:
@@ -146,6 +148,8 @@ def with_rollout(m: MemoryEstimate, arch: ModelArch, p: ParamCount, w: Workload,
         return m.model_copy(update={"notes": [*m.notes, Note(
             code="grpo-rollout-unsized", severity="warning",
             message="the rollout engine's memory is not counted here (no serving engine data)")]})
+    if separate(spec):
+        return with_engine_pool(m, arch, p, spec, oh, engine, gpu_bytes)
     eng = rollout_engine_memory(arch, p, spec, lay, gpus, oh, engine)
     kept = m.breakdown
     notes = list(m.notes)
@@ -153,14 +157,21 @@ def with_rollout(m: MemoryEstimate, arch: ModelArch, p: ParamCount, w: Workload,
         parts = rollout_parts(kept, eng)
         peak, reserved, device = rollout_device_bytes(parts, oh, gpus, lay)
     else:
-        share = rollout_share(eng, spec, lay, gpus, gpu_bytes)
+        share = rollout_share(eng, spec, lay, gpus, gpu_bytes, engine)
         kv = share.kv_bytes if share.starts else math.ceil(share.per_sequence)
         eng = eng.model_copy(update={"breakdown": eng.breakdown.model_copy(update={"kv_cache_bytes": kv})})
         parts = rollout_parts(kept, eng)
-        kpeak, reserved, kdevice = rollout_device_bytes(trainer_kept(kept), oh, gpus, lay)
-        engine_total = share.fixed + kv
-        peak, device = kpeak + engine_total, kdevice + engine_total
-        notes.append(share_note(share, spec))
+        kpeak, kreserved, kdevice = rollout_device_bytes(trainer_kept(kept), oh, gpus, lay)
+        engine_total = share.fixed + kv  # vLLM's own allocation: no allocator reserve on top
+        peak, reserved, device = kpeak + engine_total, kreserved + engine_total, kdevice + engine_total
+        notes.append(share_note(share, spec, engine_utilization(spec, engine)))
+    return with_phase(m, parts, peak, reserved, device, notes)
+
+
+def with_phase(m: MemoryEstimate, parts: MemoryBreakdown, peak: int, reserved: int, device: int,
+               notes: list[Note]) -> MemoryEstimate:
+    """`m` with the rollout phase (`parts`, its tensor `peak`, allocator reserve and device total): the peak when
+    it is the larger."""
     phases = {**m.phase_peaks_bytes, "rollout": peak}
     if peak <= m.peak_tensor_bytes:
         return m.model_copy(update={"phase_peaks_bytes": phases, "notes": notes})
@@ -171,10 +182,36 @@ def with_rollout(m: MemoryEstimate, arch: ModelArch, p: ParamCount, w: Workload,
                                 "dominant": dominant, "notes": notes})
 
 
-def share_note(share: EngineShare, spec: GrpoSpec) -> Note:
+def with_engine_pool(m: MemoryEstimate, arch: ModelArch, p: ParamCount, spec: GrpoSpec, oh: Overheads,
+                     engine: EngineDefaults, gpu_bytes: int | None) -> MemoryEstimate:
+    """Separate pools (core/sizing/grpo_pools.py): `m` is the trainer's (no engine beside it); the engine's GPUs
+    hold vLLM alone, at its share of a GPU of `gpu_bytes` (None: every sequence's KV cache held); the peak per GPU
+    is the larger pool's (phase `rollout` when it is the engine's)."""
+    el = engine_pool_layout(spec)
+    gpus = spec.rollout_gpus or el.tp
+    eng = estimate_inference(arch, p, rollout_workload(spec, max(gpus // el.tp, 1)), el, el.tp, oh, engine)
+    notes = list(m.notes)
+    e = eng.breakdown
+    parts = MemoryBreakdown(weights_bytes=0, gradients_bytes=0, optimizer_bytes=0,
+                            activations_bytes=e.activations_bytes, kv_cache_bytes=e.kv_cache_bytes,
+                            other_bytes=e.other_bytes, rollout_weights_bytes=e.weights_bytes)
+    if gpu_bytes is not None:  # alone on its GPUs, vLLM's share holds all it uses (the CUDA context too), as serving
+        bpeak, breserved, base = rollout_device_bytes(parts.model_copy(update={"kv_cache_bytes": 0}), oh, el.tp, el)
+        wanted = rollout_workload(spec, max(gpus // el.tp, 1)).batch_size or 1
+        share = EngineShare(share=int(gpu_bytes * engine_utilization(spec, engine)), fixed=base,
+                            per_sequence=e.kv_cache_bytes / wanted, wanted=wanted)
+        kv = share.kv_bytes if share.starts else math.ceil(share.per_sequence)
+        parts = parts.model_copy(update={"kv_cache_bytes": kv})
+        notes.append(share_note(share, spec, engine_utilization(spec, engine)))
+        return with_phase(m, parts, bpeak + kv, breserved + kv, base + kv, notes)
+    peak, reserved, device = rollout_device_bytes(parts, oh, el.tp, el)
+    return with_phase(m, parts, peak, reserved, device, notes)
+
+
+def share_note(share: EngineShare, spec: GrpoSpec, utilization: float) -> Note:
     """What the engine's share holds: all the replica's sequences, waves of those that fit, or not one."""
     gib = GIB
-    head = (f"rollout engine: {spec.gpu_memory_utilization:g} of each GPU ({share.share / gib:,.1f} GiB, "
+    head = (f"rollout engine: {utilization:g} of each GPU ({share.share / gib:,.1f} GiB, "
             f"grpo.gpu_memory_utilization), {share.kv_bytes / gib:,.1f} GiB of it KV cache")
     if not share.starts:
         return Note(code="grpo-engine-cannot-start", severity="warning",
@@ -221,7 +258,7 @@ def rollout_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout,
     budget = prefill_budget(rw, eng, large) or eng.max_num_batched_tokens_large
     max_seqs = eng.max_num_seqs_large if large else eng.max_num_seqs_small
     mem = estimate_inference(arch, p, rw, el, el.tp * el.pp, TENSORS_ONLY, eng)
-    fits = rollout_share(mem, spec, lay, gpus, int(gpu.memory_gib * GIB)).in_flight
+    fits = rollout_share(mem, spec, lay, gpus, int(gpu.memory_gib * GIB), eng).in_flight
     n = rw.batch_size
     waves = math.ceil(n / min(max_seqs, fits))
     b = n / waves
@@ -258,14 +295,24 @@ def timed_step(st: StepTime, work: StepWork, r: GpuRates, arch: ModelArch, p: Pa
     if spec is None or serving is None:
         return st
     lay, gpus = work.layout, work.gpus
-    prefill, decode = rollout_seconds(arch, p, spec, lay, gpus, r.gpu, sm, serving, node)
+    sync, engine_gpus = 0.0, 0
+    if separate(spec):  # the rollout on the engine's own GPUs, then the weights broadcast to them
+        engine_gpus = spec.rollout_gpus or 1
+        prefill, decode = rollout_seconds(arch, p, spec, engine_pool_layout(spec), engine_gpus, r.gpu, sm, serving,
+                                          node)
+        sync = sync_seconds(p.total, r.gpu, sm, gpus + engine_gpus, r.node)  # one server: its scale-up link
+    else:
+        prefill, decode = rollout_seconds(arch, p, spec, lay, gpus, r.gpu, sm, serving, node)
     logp = log_prob_seconds(arch, p, spec, lay, gpus, st.peak, st.eff, work.factor)
     out = StepTime()
     for k in StepTime.__slots__:
         setattr(out, k, getattr(st, k))
-    out.t_prefill, out.t_decode, out.t_log_probs = prefill, decode, logp
-    out.step = st.step + prefill + decode + logp
-    return finish_step(out, work, r, total_tokens)
+    out.t_prefill, out.t_decode, out.t_log_probs, out.t_sync = prefill, decode, logp, sync
+    out.step = st.step + prefill + decode + logp + sync
+    out = finish_step(out, work, r, total_tokens)
+    if engine_gpus and out.wall is not None:  # the engine's GPUs are held for the run too
+        out.gpu_hours = out.wall * (gpus + engine_gpus)
+    return out
 
 
 __all__ = ["DECODE_SEGMENTS", "POLICY_TASK", "ROLLOUT_NAMES", "TENSORS_ONLY", "RolloutTime", "check_grpo",

@@ -64,6 +64,12 @@ def grpo_notes(w: Workload) -> list[Note]:
         return []
     ref = ("frozen 16-bit copy, sharded as the policy" if spec.method == "full" else "the base, adapters off") \
         if spec.kl else "none (kl off)"
+    if spec.placement == "separate":
+        return [Note(code="grpo", message=f"GRPO (separate pools): {spec.prompts_per_step:,} prompts x "
+                     f"{spec.group_size} responses per step, {spec.prompt_length:,} + {spec.response_length:,} tokens; "
+                     f"policy trained as {POLICY_TASK[spec.method]} on every sequence (samples, tokens count "
+                     f"sequences); reference: {ref}; the vLLM engine on GPUs of its own, the policy's 16-bit weights "
+                     "broadcast to it each step")]
     return [Note(code="grpo", message=f"GRPO (colocated): {spec.prompts_per_step:,} prompts x {spec.group_size} "
                  f"responses per step, {spec.prompt_length:,} + {spec.response_length:,} tokens; policy trained as "
                  f"{POLICY_TASK[spec.method]} on every sequence (samples, tokens count sequences); reference: {ref}; "
