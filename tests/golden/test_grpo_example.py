@@ -139,8 +139,8 @@ def test_bad_grpo_settings_say_what_to_change(workload: dict[str, Any], says: st
 
 
 def test_fit_and_export_say_they_do_not_answer_grpo_yet() -> None:
-    # fit's knobs (micro-batch, sequence, model) are not a GRPO step's, whose memory the rollout sets; its launcher
-    # is a verl or TRL job gpuplan does not write yet: both refuse with what to do instead, never a wrong answer
+    # fit's knobs (micro-batch, sequence, model) are not a GRPO step's, whose memory the rollout sets; a training
+    # launcher (deepspeed) is not a GRPO job: both refuse with what to do instead (export --to trl or verl)
     from gpuplan.api import fit
     from gpuplan.catalog.loader import load_project
     from gpuplan.core.export.targets import export
@@ -149,7 +149,7 @@ def test_fit_and_export_say_they_do_not_answer_grpo_yet() -> None:
         fit(example_path("qwen2.5-7b-grpo"), gpu="h100-sxm-80gb", gpus=64, catalog=CATALOG)
     rec = plan(example_path("qwen2.5-7b-grpo"), catalog=CATALOG).recommendation
     assert rec is not None
-    with pytest.raises(GpuplanError, match="verl or TRL job"):
+    with pytest.raises(GpuplanError, match="verl or TRL job.*trl, verl"):
         export(load_project(example_path("qwen2.5-7b-grpo"))[0], rec, "deepspeed")
 
 
