@@ -72,13 +72,14 @@ def main() -> None:
     args = ap.parse_args()
     done = rows(load_cases())
     if args.markdown:
-        print("| row | framework | GPUs | sequences x length | measured s | gpuplan s (rollout / log-probs / train) "
+        print("| row | framework | GPUs | sequences x tokens | measured s | gpuplan s (rollout / log-probs / train) "
               "| error |")
         print("|---|---|---|---|---|---|---|")
     for r in done:
         g, p = r["grpo"], r["predicted"]
-        n, length = g["prompts_per_step"] * g["group_size"], g["prompt_length"] + g["response_length"]
-        seqs = f"{n:,} x {length:,} ({r['lengths']})"
+        n, cap = g["prompts_per_step"] * g["group_size"], g["prompt_length"] + g["response_length"]
+        mean = g["prompt_length"] + g.get("mean_response_length", g["response_length"])
+        seqs = f"{n:,} x {mean:,} mean / {cap:,} cap" if r["lengths"] == "mean" else f"{n:,} x {cap:,} (cap)"
         if args.markdown:
             print(f"| {r['id']} | {r['framework']} | {r['gpus']} x {r['gpu']} | {seqs} "
                   f"| {r['measured']['step_s']:,.1f} "

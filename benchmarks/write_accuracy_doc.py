@@ -231,13 +231,16 @@ Where it misses, and why:
   `response_length`, so it generates and trains on 8,192 sequences of 30,720 tokens. The published training pass
   (update_actor 313.8 s on 32 H20) is 1/27 of gpuplan's at the cap: with a training pass linear in tokens that
   points to a mean sequence near 1,100 tokens (our inference; the mean lengths are on W&B, not in the document).
-  These rows are 9-19x over: the gap is the missing length spread more than the speed model. A `grpo` key for the
-  mean response length (timing the rollout as the mean's throughput plus the longest response's tail) is the next
-  step; the verl rows then need their mean lengths, which are not published outside W&B.
-- The NeMo RL rows publish the mean generated length, which gpuplan is given (prompt 256 tokens assumed): they are
-  33-67% under. Timing every response at the mean drops the tail (the step waits for the longest response, up to the
-  4,096-8,192 cap, decoded at a small batch), and the weight refit and the MoE rows' expert parallelism are not
-  modelled (expert parallel is no gpuplan layout; the 235B row's training pass, 12 s, is far too short).
+  These rows are 9-19x over: the gap is the missing length spread more than the speed model.
+  `grpo.mean_response_length` times a known mean (below); these rows need their mean lengths, which are not
+  published outside W&B.
+- The NeMo RL rows publish the mean generated length beside the cap: gpuplan is given both (`mean_response_length`,
+  prompt 256 tokens assumed), so the rollout decodes the mean at the engine's batch, then the longest response's
+  tail alone, and the training pass and log-probabilities compute the mean sequence. They are 26-62% under (39%
+  median; 52% when every response was timed at the mean, before the tail). What is left out: the length spread
+  beyond mean and cap (the batch thins gradually as responses end, not at once), the weight refit and the MoE rows'
+  expert parallelism (no gpuplan layout; the 235B row's training pass, 13 s, is far too short), and the GB200 row's
+  NVL72 layout.
 - The done-when of issue #31 (median within 25% leaving each source out) is not met.
 """
 

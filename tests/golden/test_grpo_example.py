@@ -200,3 +200,24 @@ def test_the_plan_says_which_placement_is_faster_and_where_the_step_goes() -> No
     notes = [n.message for n in result.notes if n.code == "grpo-placement"]
     assert len(notes) == 1 and "colocated" in notes[0] and "rollout" in notes[0] and "training" in notes[0]
     assert "separate pools" in notes[0]
+
+
+def test_a_known_mean_response_shortens_the_step_but_the_longest_still_bounds_it() -> None:
+    # the recipe's 8,192-token cap with responses of 2,000 tokens on average: the rollout decodes the mean at the
+    # engine's batch and the longest response's tail alone; the training pass computes the mean sequence
+    capped, mean = estimated().time, estimate(example(mean_response_length=2000), catalog=CATALOG).time
+    at_mean = estimate(example(response_length=2000), catalog=CATALOG).time
+    assert capped is not None and mean is not None and at_mean is not None
+    def rollout(t: Any) -> float:
+        return float(t.step_breakdown_s["rollout_prefill"] + t.step_breakdown_s["rollout_decode"])
+
+    assert rollout(at_mean) < rollout(mean) < rollout(capped)  # the tail: between all at the mean and all capped
+    assert mean.step_seconds < capped.step_seconds
+    # memory keeps the longest sequence
+    assert estimate(example(mean_response_length=2000), catalog=CATALOG).memory.peak_tensor_bytes == \
+        estimated().memory.peak_tensor_bytes
+
+
+def test_a_mean_over_the_longest_is_refused() -> None:
+    with pytest.raises(GpuplanError, match="mean_response_length"):
+        estimate(example(mean_response_length=9000), catalog=CATALOG)

@@ -31,6 +31,6 @@ def test_each_row_is_sourced_dated_and_runs(case: dict) -> None:  # type: ignore
     assert case["lengths"] in ("cap", "mean") and case["measured"]["step_s"] > 0
     if case["lengths"] == "mean":  # the mean sequence gpuplan is given is the published one
         g = case["grpo"]
-        assert g["prompt_length"] + g["response_length"] == case["published_mean_sequence"]
+        assert g["prompt_length"] + g["mean_response_length"] == case["published_mean_sequence"]
     p = rl.predict(case)
     assert math.isfinite(p["step_s"]) and p["step_s"] > p["rollout_s"] > 0

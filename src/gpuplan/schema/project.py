@@ -146,6 +146,9 @@ class GrpoSpec(_Section):
     prompts_per_step: PositiveInt = Field(1024, le=MAX_BATCH)
     prompt_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     response_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
+    #: the responses' mean length, where it is known (a run's logs: verl response_length/mean, NeMo RL's mean
+    #: generated length); none: every response runs to response_length. Memory keeps the longest
+    mean_response_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     placement: GrpoPlacement = "colocated"
     #: the fraction of each engine GPU the rollout engine takes (its weights, temporaries, graphs and KV cache; the
     #: sequences that do not fit wait in its queue). None: colocated 0.5 (verl
@@ -269,6 +272,10 @@ class Workload(_Section):
             raise ValueError(f"grpo settings only apply to task grpo, not {self.task}")
         if self.task == "grpo" and self.lora is not None and (self.grpo or GrpoSpec()).method != "lora":
             raise ValueError("lora settings with task grpo need grpo.method: lora")
+        g = self.grpo
+        if g is not None and g.mean_response_length is not None and g.mean_response_length > g.response_length:
+            raise ValueError(f"grpo.mean_response_length ({g.mean_response_length}) is over grpo.response_length "
+                             f"({g.response_length}), the longest a response runs to")
         if self.task == "grpo" and self.sequence_length is not None:
             raise ValueError("task grpo takes its sequences' length from grpo.prompt_length and "
                              "grpo.response_length; drop sequence_length")

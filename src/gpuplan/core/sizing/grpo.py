@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from gpuplan.core.sizing.batching import StepCost
 from gpuplan.core.sizing.flops import forward_flops
 from gpuplan.core.sizing.grpo_policy import (  # the policy's view, re-exported for callers
     POLICY_TASK,
@@ -260,18 +261,42 @@ def rollout_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout,
     mem = estimate_inference(arch, p, rw, el, el.tp * el.pp, TENSORS_ONLY, eng)
     fits = rollout_share(mem, spec, lay, gpus, int(gpu.memory_gib * GIB), eng).in_flight
     n = rw.batch_size
+    prompt, resp = spec.prompt_length, spec.response_length
+    mean = spec.mean_response_length or resp
+    # with shorter responses on average the cache holds more at once (sequences at their mean length)
+    fits = min(max(int(fits * (prompt + resp) / (prompt + mean)), 1), n)
     waves = math.ceil(n / min(max_seqs, fits))
     b = n / waves
-    prompt, resp = spec.prompt_length, spec.response_length
     tokens = b * prompt
     chunks = max(math.ceil(tokens / budget), 1)
     prefill = chunks * cost.seconds(0.0, tokens / chunks, 0.0, b * prompt * prompt / 2 / chunks)
     decode = 0.0
-    segs = min(DECODE_SEGMENTS, resp)
+    segs = min(DECODE_SEGMENTS, mean)
     for k in range(segs):
-        ctx = prompt + (k + 0.5) * resp / segs
-        decode += cost.seconds(b, 0.0, b * ctx, b * ctx) * resp / segs
-    return waves * prefill, waves * decode
+        ctx = prompt + (k + 0.5) * mean / segs
+        decode += cost.seconds(b, 0.0, b * ctx, b * ctx) * mean / segs
+    return waves * prefill, waves * decode + tail_seconds(cost, prompt, mean, resp)
+
+
+def tail_seconds(cost: StepCost, prompt: int, mean: int, longest: int) -> float:
+    """The longest response's tail once the others ended: its tokens beyond the mean decoded alone (batch 1, each
+    step a read of the weights), the step waiting for it (0 when every response runs to the longest)."""
+    extra = longest - mean
+    if extra <= 0:
+        return 0.0
+    segs = min(DECODE_SEGMENTS, extra)
+    out = 0.0
+    for k in range(segs):
+        ctx = prompt + mean + (k + 0.5) * extra / segs
+        out += cost.seconds(1.0, 0.0, ctx, ctx) * extra / segs
+    return out
+
+
+def mean_fraction(spec: GrpoSpec) -> float:
+    """The mean sequence's share of the longest: what the training pass and the log-probabilities compute, the
+    sequences packed (verl use_remove_padding, NeMo RL sequence packing) rather than padded to the longest."""
+    longest = spec.prompt_length + spec.response_length
+    return (spec.prompt_length + (spec.mean_response_length or spec.response_length)) / longest
 
 
 def log_prob_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout, gpus: int, peak_flops: float,
@@ -279,7 +304,7 @@ def log_prob_seconds(arch: ModelArch, p: ParamCount, spec: GrpoSpec, lay: Layout
     """Seconds of the log-probability forwards over every sequence of the step: the old policy's, and the
     reference's with kl (LoRA's reference is the base with adapters off: a forward all the same); matmuls at the
     training pass's efficiency (`peak_flops` x `efficiency`, x the stack's `factor`), split over the GPUs."""
-    seq = spec.prompt_length + spec.response_length
+    seq = spec.prompt_length + (spec.mean_response_length or spec.response_length)
     fwd = forward_flops(arch, p, seq)
     passes = 1 + (1 if spec.kl else 0)
     flops = passes * sequences_per_step(spec) * fwd.forward / gpus
@@ -307,8 +332,11 @@ def timed_step(st: StepTime, work: StepWork, r: GpuRates, arch: ModelArch, p: Pa
     out = StepTime()
     for k in StepTime.__slots__:
         setattr(out, k, getattr(st, k))
+    f = mean_fraction(spec)  # the training pass's compute on the mean sequence (its memory keeps the longest)
+    shorter = (1 - f) * work.micro * (st.t_matmul + st.t_elem + st.t_dequant)
+    out.t_matmul, out.t_elem, out.t_dequant = st.t_matmul * f, st.t_elem * f, st.t_dequant * f
     out.t_prefill, out.t_decode, out.t_log_probs, out.t_sync = prefill, decode, logp, sync
-    out.step = st.step + prefill + decode + logp + sync
+    out.step = st.step - shorter + prefill + decode + logp + sync
     out = finish_step(out, work, r, total_tokens)
     if engine_gpus and out.wall is not None:  # the engine's GPUs are held for the run too
         out.gpu_hours = out.wall * (gpus + engine_gpus)
@@ -316,7 +344,7 @@ def timed_step(st: StepTime, work: StepWork, r: GpuRates, arch: ModelArch, p: Pa
 
 
 __all__ = ["DECODE_SEGMENTS", "POLICY_TASK", "ROLLOUT_NAMES", "TENSORS_ONLY", "RolloutTime", "check_grpo",
-           "engine_layout", "grpo_notes", "grpo_spec", "log_prob_seconds", "policy_project", "policy_workload",
-           "reference_bytes", "replicas_of", "rollout_device_bytes", "rollout_engine_memory", "rollout_parts",
-           "rollout_seconds", "rollout_share", "rollout_workload", "sequences_per_step", "share_note", "timed_step",
-           "trainer_kept", "with_rollout"]
+           "engine_layout", "grpo_notes", "grpo_spec", "log_prob_seconds", "mean_fraction", "policy_project",
+           "policy_workload", "reference_bytes", "replicas_of", "rollout_device_bytes", "rollout_engine_memory",
+           "rollout_parts", "rollout_seconds", "rollout_share", "rollout_workload", "sequences_per_step", "share_note",
+           "tail_seconds", "timed_step", "trainer_kept", "with_rollout"]
