@@ -269,11 +269,6 @@ def plan(project: Project | dict[str, Any] | str | Path, *, objective: str | Non
 
         result, infeasible = plan_without_candidates(proj, money, objective, str(exc), when), exc
     result = core_estimate.in_pairs(usd_figures(result, bundle.fx[currency]), proj.workload)  # DPO: in pairs
-    if model is not None and proj.workload.grpo is not None:  # GRPO: colocated against separate pools on its GPUs
-        from gpuplan.core.search.placement import with_placement
-
-        result = with_placement(result, proj, model.arch, bundle.catalog.gpus, bundle.speed, bundle.table,
-                                load_overheads(), _serving_data())
     if framework_notes:
         result = result.model_copy(update={"notes": [*framework_notes, *result.notes]})
     if have is None or model is None:

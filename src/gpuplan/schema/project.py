@@ -28,8 +28,7 @@ DpoMethod = Literal["full", "lora"]
 #: before training (TRL precompute_ref_log_probs)
 DpoReference = Literal["model", "precomputed"]
 #: where GRPO's rollout engine runs: on the trainer's GPUs, swapping memory between the phases (verl's hybrid engine,
-#: TRL vllm_mode=colocate), or on GPUs of its own, the policy's weights broadcast to it each step (OpenRLHF, NeMo RL
-#: non-colocated, TRL vllm_mode=server)
+#: TRL vllm_mode=colocate), or on GPUs of its own (OpenRLHF, NeMo RL non-colocated, TRL vllm_mode=server)
 GrpoPlacement = Literal["colocated", "separate"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 #: paged-adamw-8bit: bitsandbytes' PagedAdamW8bit (states in CUDA unified memory, paged to the host under pressure)
@@ -146,19 +145,15 @@ class GrpoSpec(_Section):
     prompts_per_step: PositiveInt = Field(1024, le=MAX_BATCH)
     prompt_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     response_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
-    #: the responses' mean length, where it is known (a run's logs: verl response_length/mean, NeMo RL's mean
-    #: generated length); none: every response runs to response_length. Memory keeps the longest
+    #: the responses' mean length where a run's logs give it; none: every response runs to response_length
     mean_response_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     placement: GrpoPlacement = "colocated"
-    #: the fraction of each engine GPU the rollout engine takes (its weights, temporaries, graphs and KV cache; the
-    #: sequences that do not fit wait in its queue). None: colocated 0.5 (verl
-    #: actor_rollout_ref.rollout.gpu_memory_utilization, verl/trainer/config/rollout/rollout.yaml; TRL's
-    #: vllm_gpu_memory_utilization is 0.3), separate vLLM's own default (data/serving.toml, 0.9)
+    #: the share of each engine GPU the engine takes (none: colocated verl's 0.5, separate vLLM's 0.9;
+    #: core/sizing/grpo_share.py, grpo_pools.py)
     gpu_memory_utilization: Number | None = Field(None, gt=0, lt=1)
     #: separate: the GPUs of the engine's pool (the trainer has the rest of hardware.gpus)
     rollout_gpus: PositiveInt | None = Field(None, le=MAX_GPUS)
-    #: the rollout engine's tensor parallel degree (verl actor_rollout_ref.rollout.tensor_model_parallel_size, TRL
-    #: vllm_tensor_parallel_size); none: the trainer's model-parallel group (tensor x pipeline)
+    #: the engine's tensor parallel degree (none: the trainer's tensor x pipeline group)
     rollout_tp: PositiveInt | None = Field(None, le=64)
 
 
@@ -272,10 +267,6 @@ class Workload(_Section):
             raise ValueError(f"grpo settings only apply to task grpo, not {self.task}")
         if self.task == "grpo" and self.lora is not None and (self.grpo or GrpoSpec()).method != "lora":
             raise ValueError("lora settings with task grpo need grpo.method: lora")
-        g = self.grpo
-        if g is not None and g.mean_response_length is not None and g.mean_response_length > g.response_length:
-            raise ValueError(f"grpo.mean_response_length ({g.mean_response_length}) is over grpo.response_length "
-                             f"({g.response_length}), the longest a response runs to")
         if self.task == "grpo" and self.sequence_length is not None:
             raise ValueError("task grpo takes its sequences' length from grpo.prompt_length and "
                              "grpo.response_length; drop sequence_length")

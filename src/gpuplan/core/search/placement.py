@@ -19,7 +19,7 @@ from gpuplan.schema.catalog import Table
 from gpuplan.schema.estimate import ActivationTable, Note, Overheads
 from gpuplan.schema.hardware import Gpu
 from gpuplan.schema.model import ModelArch
-from gpuplan.schema.plan import PlanResult
+from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Layout, Project, Workload
 from gpuplan.schema.serving import ServingData
 from gpuplan.schema.speed import SpeedModel
@@ -94,13 +94,12 @@ def placement_note(gpu_id: str, n: int, colocated: Placement, options: list[Plac
     return Note(code="grpo-placement", message=f"{head}; {sep}: colocated is faster, kept")
 
 
-def with_placement(result: PlanResult, project: Project, arch: ModelArch, gpus: Table[Gpu], sm: SpeedModel,
-                   table: ActivationTable, oh: Overheads, serving: ServingData) -> PlanResult:
-    """`result` of a GRPO project with the placement note of its recommendation (none for other projects)."""
-    rec = result.recommendation
+def placement_of(rec: Candidate | None, project: Project, arch: ModelArch, gpus: Table[Gpu], sm: SpeedModel,
+                 table: ActivationTable, oh: Overheads, serving: ServingData | None, headroom: float) -> list[Note]:
+    """The placement note of a GRPO project's recommendation `rec` (none for other projects)."""
     w = project.workload
-    if rec is None or rec.time is None or w.grpo is None:
-        return result
+    if rec is None or rec.time is None or w.grpo is None or serving is None:
+        return []
     gpu = gpus.find(rec.gpu_id, ["gpu"])
     p = count_params(arch)
     pw = policy_workload(w).model_copy(update={
@@ -108,11 +107,11 @@ def with_placement(result: PlanResult, project: Project, arch: ModelArch, gpus: 
         "micro_batch_size": rec.layout.micro_batch_size or 1})
     n = rec.gpus_per_server * rec.servers
     lay = Layout(zero=rec.layout.zero, tp=rec.layout.tp, pp=rec.layout.pp)
-    usable = int(int(gpu.memory_gib * (1 << 30)) * (1 - result.headroom))
+    usable = int(int(gpu.memory_gib * (1 << 30)) * (1 - headroom))
     colocated = Placement(0, rec.time.step_seconds, breakdown_of(rec.time.step_breakdown_s))
-    options = separate_options(arch, p, pw, gpu, n, rec.gpus_per_server, lay, usable, result.headroom, sm, table,
-                               oh, serving, trainable_parameters(arch, p, policy_project(project)))
-    return result.model_copy(update={"notes": [*result.notes, placement_note(rec.gpu_id, n, colocated, options)]})
+    options = separate_options(arch, p, pw, gpu, n, rec.gpus_per_server, lay, usable, headroom, sm, table, oh,
+                               serving, trainable_parameters(arch, p, policy_project(project)))
+    return [placement_note(rec.gpu_id, n, colocated, options)]
 
 
-__all__ = ["Placement", "breakdown_of", "placement_note", "separate_options", "with_placement"]
+__all__ = ["Placement", "breakdown_of", "placement_note", "placement_of", "separate_options"]

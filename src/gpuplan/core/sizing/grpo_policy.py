@@ -78,10 +78,16 @@ def grpo_notes(w: Workload) -> list[Note]:
 
 
 def check_grpo(arch: ModelArch, w: Workload) -> None:
-    """InputError when GRPO is asked of a model that generates no text (it samples responses)."""
+    """InputError when GRPO is asked of a model that generates no text (it samples responses), or with a mean
+    response over the longest."""
     if (w.task == "grpo" or w.grpo is not None) and arch.kind != "decoder":
         raise InputError(["workload", "task"], f"grpo samples responses from a language model; {arch.model_type} "
                          f"is not a decoder ({arch.kind})", "pretrain, full-finetune, lora, qlora, inference")
+    g = w.grpo
+    if g is not None and g.mean_response_length is not None and g.mean_response_length > g.response_length:
+        raise InputError(["workload", "grpo", "mean_response_length"], f"the mean response ({g.mean_response_length} "
+                         f"tokens) is over grpo.response_length ({g.response_length}), the longest a response runs to",
+                         f"1 to {g.response_length}")
 
 
 def reference_bytes(p: ParamCount, spec: GrpoSpec) -> float:
