@@ -104,3 +104,85 @@ def test_memory_never_decreases_with_the_group_size(model: str, w: Workload, lay
     assert w.grpo is not None
     bigger = with_spec(w, group_size=w.grpo.group_size * factor)
     assert peak(arch, bigger, lay, gpus) >= peak(arch, w, lay, gpus)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), grpo_workloads(), st.sampled_from(GPUS), st.sampled_from(LAYOUTS),
+       st.floats(0.2, 0.85), st.floats(0.01, 0.5))
+def test_a_smaller_engine_share_never_shortens_the_step(model: str, w: Workload, gpu: str, layout: tuple[Layout, int],
+                                                        share: float, less: float) -> None:
+    """The colocated engine's share (grpo.gpu_memory_utilization) bounds the sequences it generates at once: a
+    smaller share holds fewer, the rest wait, and the rollout's waves decode at a smaller batch, never faster; where
+    the smaller share holds fewer sequences than the larger one's waves need, the step is strictly longer."""
+    arch, (lay, gpus) = arch_of(model), layout
+    big, small = with_share(w, share), with_share(w, share * (1 - less))
+    assert step_s(arch, small, gpu, lay, gpus) >= step_s(arch, big, gpu, lay, gpus)
+    assert step_s(arch, small, gpu, lay, gpus, "rollout_decode") >= step_s(arch, big, gpu, lay, gpus, "rollout_decode")
+
+
+def with_share(w: Workload, share: float) -> Workload:
+    assert w.grpo is not None
+    return w.model_copy(update={"grpo": w.grpo.model_copy(update={"gpu_memory_utilization": share})})
+
+
+SHARES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+TOTALS = (1, 2, 4, 8, 16, 32, 64)
+HEADROOM = 0.1
+
+
+def fits_colocated(arch: ModelArch, w: Workload, gpu_id: str, n: int) -> bool:
+    """Colocated on n GPUs (ZeRO-3 trainer) fits with some engine share and tensor parallelism: every GPU holds the
+    training step, and the trainer's kept memory beside the engine's share, within the headroom."""
+    assert w.grpo is not None
+    gpu = CATALOG.gpus.find(gpu_id, ["gpu"])
+    g = int(gpu.memory_gib * 2**30)
+    p, lay = count_params(arch), Layout(zero=3) if n > 1 else Layout()
+    pw = policy_workload(w)
+    m = estimate_memory(arch, p, pw, lay, n, TABLE, OH)
+    for tp in (t for t in (1, 2, 4, 8) if t <= n and n % t == 0 and arch.num_heads % t == 0):
+        for share in SHARES:
+            ww = pw.model_copy(update={"grpo": w.grpo.model_copy(update={"gpu_memory_utilization": share,
+                                                                          "rollout_tp": tp})})
+            r = with_rollout(m, arch, p, ww, lay, n, OH, SERVING.engine, g)
+            if max(r.device_bytes, m.device_bytes) <= g * (1 - HEADROOM) and not any(
+                    x.code == "grpo-engine-cannot-start" for x in r.notes):
+                return True
+    return False
+
+
+def fits_separate(arch: ModelArch, w: Workload, gpu_id: str, n: int) -> bool:
+    """Separate pools on n GPUs fit with some split: the trainer's pool (ZeRO-3) holds the training step, the
+    engine's pool vLLM at its share (0.9 less the plan's headroom: the engine alone on its GPUs, its share is the
+    headroom, as for serving)."""
+    assert w.grpo is not None
+    gpu = CATALOG.gpus.find(gpu_id, ["gpu"])
+    g = int(gpu.memory_gib * 2**30)
+    p, pw = count_params(arch), policy_workload(w)
+    for engine in (e for e in (1, 2, 4, 8, 16, 32) if e < n):
+        trainer = n - engine
+        lay = Layout(zero=3) if trainer > 1 else Layout()
+        m = estimate_memory(arch, p, pw, lay, trainer, TABLE, OH)
+        if m.device_bytes > g * (1 - HEADROOM):
+            continue
+        for tp in (t for t in (1, 2, 4, 8) if t <= engine and engine % t == 0 and arch.num_heads % t == 0):
+            ww = pw.model_copy(update={"grpo": w.grpo.model_copy(update={
+                "placement": "separate", "rollout_gpus": engine, "rollout_tp": tp,
+                "gpu_memory_utilization": 1 - HEADROOM})})
+            r = with_rollout(m, arch, p, ww, lay, trainer, OH, SERVING.engine, g)
+            if r.device_bytes <= g * (1 - HEADROOM) and not any(x.code == "grpo-engine-cannot-start" for x in r.notes):
+                return True
+    return False
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(MODELS), grpo_workloads(), st.sampled_from(GPUS))
+def test_colocated_never_needs_more_gpus_than_separate_pools(model: str, w: Workload, gpu: str) -> None:
+    """Issue #31: on one GPU type, the fewest GPUs colocated GRPO fits on (some engine share and tensor
+    parallelism) is never more than the fewest separate pools fit on (some split): colocated time-shares every GPU
+    between the phases, where separate pools hold the engine's weights and the trainer's state on GPUs of their
+    own."""
+    arch = arch_of(model)
+    col = next((n for n in TOTALS if fits_colocated(arch, w, gpu, n)), None)
+    sep = next((n for n in TOTALS if fits_separate(arch, w, gpu, n)), None)
+    if sep is not None:
+        assert col is not None and col <= sep

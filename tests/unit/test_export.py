@@ -517,7 +517,8 @@ def test_cli_out_never_overwrites_without_force(cli: Any, tmp_path: Path) -> Non
 
 def test_cli_out_folder_gets_the_suggested_name(cli: Any, tmp_path: Path) -> None:
     for target in TARGETS:
-        example = "llama3-70b-serving" if target in SERVING_TARGETS else "vit-imagenet"
+        example = ("llama3-70b-serving" if target in SERVING_TARGETS
+                   else "qwen2.5-7b-grpo" if target in ("trl", "verl") else "vit-imagenet")
         r = cli("--example", example, "--to", target, "--out", str(tmp_path))
         assert r.exit_code == 0, r.output
         assert (tmp_path / FILENAMES[target]).exists()

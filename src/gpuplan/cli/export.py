@@ -31,6 +31,8 @@ class To(str, Enum):
     kserve = "kserve"
     lws = "lws"
     vllm_helm = "vllm-helm"
+    trl = "trl"
+    verl = "verl"
 
 
 def export_command(
@@ -39,7 +41,8 @@ def export_command(
                                                        "DeepSpeed config, a torchrun command line or a SkyPilot "
                                                        "task; for serving, a SkyServe service, a KServe "
                                                        "InferenceService, a LeaderWorkerSet or Helm values for "
-                                                       "vLLM's production stack.")] = None,
+                                                       "vLLM's production stack; for post-training, a TRL "
+                                                       "GRPO/DPO config or verl's GRPO overrides.")] = None,
     example: Example = None,
     list_examples: ListExamples = False,
     candidate: Annotated[int, typer.Option(min=0, help="Which candidate of the plan: 0 is the recommendation, "

@@ -18,6 +18,7 @@ from gpuplan.core.cost.deployments import deploy, median_rent, pricing, quotes_b
 from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
 from gpuplan.core.search.explore import SearchInputs, SearchOutput, memory_headroom, search
+from gpuplan.core.search.placement import placement_of
 from gpuplan.core.search.ranking import budget_limit, rank, same_cost
 from gpuplan.core.search.traced import search_traced
 from gpuplan.core.server.builder import build_server, server_price
@@ -83,6 +84,9 @@ def plan(project: Project, bundle: Bundle, *, as_of: datetime.date, arch: ModelA
     rec, checklist = shown[best], checklists[best]
     faq = build_faq(project, rec, out.ranked, rejected, catalog, bundle.host_support, bundle.platform_needs, work)
     notes = list(inp.notes)
+    if arch is not None:  # GRPO: colocated against separate pools on the recommendation's GPUs
+        notes += placement_of(rec, project, arch, catalog.gpus, bundle.speed, bundle.table, bundle.overheads,
+                              bundle.serving, memory_headroom(project))
     for kind in ("gpu", "cpu", "platform", "drive", "nic"):
         for rid in catalog.table(kind).overridden():
             notes.append(Note(code="catalog-user-row", message=f"{kind} {rid}: your row replaces the built-in"))

@@ -19,6 +19,7 @@ from gpuplan.core.sizing.engine_memory import (
 from gpuplan.core.sizing.engines import serving_for
 from gpuplan.core.sizing.flops import forward_flops, training_flops
 from gpuplan.core.sizing.grpo import check_grpo, with_rollout
+from gpuplan.core.sizing.grpo_pools import trainer_pool
 from gpuplan.core.sizing.memory import estimate_memory, memory_out, resolve
 from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.preference import SEQUENCES_PER_PAIR, check_dpo, in_pairs, policy_noted, reference_forward
@@ -168,6 +169,8 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
                                   + (f", pipeline parallel {lay.pp}" if lay.pp > 1 else "")
                                   + f" on {hw.gpus} GPUs ({hw.gpus // (lay.tp * lay.pp)} replica(s)), the smallest "
                                   "model-parallel group whose replica fits, as plan picks")]
+    hw, pool_notes = trainer_pool(hw, w)  # GRPO with separate pools: the trainer's GPUs (core/sizing/grpo_pools.py)
+    notes = [*notes, *pool_notes]
     holds = None
     if serve and gpu is not None:  # the engine's share: the requests its KV cache admits, the rest queue
         assert serving is not None
@@ -180,7 +183,8 @@ def estimate(project: Project, arch: ModelArch, hw: Hardware, gpu: Gpu | None, *
     else:
         mem = estimate_memory(arch, params, w, hw.layout, hw.gpus, table, overheads)
         mem = with_rollout(mem, arch, params, w, hw.layout, hw.gpus, overheads,
-                           serving.engine if serving is not None else None)
+                           serving.engine if serving is not None else None,
+                           int(gpu.memory_gib * GIB) if gpu is not None else None)
     notes = [*notes, *mem.notes]
     time = inference = None
     if w.task != "inference":

@@ -15,7 +15,7 @@ from gpuplan.units import fmt_gib, fmt_hours
 PARTS = [
     ("weights_bytes", "weights"),
     ("reference_bytes", "reference model (DPO/GRPO, frozen 16-bit)"),
-    ("rollout_weights_bytes", "rollout engine weights (GRPO, colocated vLLM)"),
+    ("rollout_weights_bytes", "rollout engine weights (GRPO, vLLM)"),
     ("gradients_bytes", "gradients"),
     ("optimizer_bytes", "optimizer states"),
     ("activations_bytes", "activations"),

@@ -6,20 +6,9 @@ deployment, hardware. Unknown keys, wrong types and impossible values are errors
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from gpuplan.schema.defaults import (
-    DEFAULT_OBJECTIVE,
-    HORIZON_MONTHS,
-    MEMORY_HEADROOM,
-    Objective,
-)
+from gpuplan.schema.defaults import DEFAULT_OBJECTIVE, HORIZON_MONTHS, MEMORY_HEADROOM, Objective
 from gpuplan.schema.speculative import Speculative
 
 Task = Literal["pretrain", "full-finetune", "lora", "qlora", "inference", "dpo", "grpo"]
@@ -29,8 +18,8 @@ DpoMethod = Literal["full", "lora"]
 #: before training (TRL precompute_ref_log_probs)
 DpoReference = Literal["model", "precomputed"]
 #: where GRPO's rollout engine runs: on the trainer's GPUs, swapping memory between the phases (verl's hybrid engine,
-#: TRL vllm_mode=colocate); the only placement this release sizes
-GrpoPlacement = Literal["colocated"]
+#: TRL vllm_mode=colocate), or on GPUs of its own (OpenRLHF, NeMo RL non-colocated, TRL vllm_mode=server)
+GrpoPlacement = Literal["colocated", "separate"]
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "bf16", "fp8-mixed"]
 #: paged-adamw-8bit: bitsandbytes' PagedAdamW8bit (states in CUDA unified memory, paged to the host under pressure)
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd"]
@@ -146,7 +135,16 @@ class GrpoSpec(_Section):
     prompts_per_step: PositiveInt = Field(1024, le=MAX_BATCH)
     prompt_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
     response_length: PositiveInt = Field(512, le=MAX_TOKENS_PER_SEQUENCE)
+    #: the responses' mean length where a run's logs give it; none: every response runs to response_length
+    mean_response_length: PositiveInt | None = Field(None, le=MAX_TOKENS_PER_SEQUENCE)
     placement: GrpoPlacement = "colocated"
+    #: the share of each engine GPU the engine takes (none: colocated verl's 0.5, separate vLLM's 0.9;
+    #: core/sizing/grpo_share.py, grpo_pools.py)
+    gpu_memory_utilization: Number | None = Field(None, gt=0, lt=1)
+    #: separate: the GPUs of the engine's pool (the trainer has the rest of hardware.gpus)
+    rollout_gpus: PositiveInt | None = Field(None, le=MAX_GPUS)
+    #: the engine's tensor parallel degree (none: the trainer's tensor x pipeline group)
+    rollout_tp: PositiveInt | None = Field(None, le=64)
 
 
 class Slo(_Section):

@@ -15,12 +15,15 @@ from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project, Workload
 from gpuplan.units import fmt_gib
 
-Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws", "vllm-helm"]
+Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws", "vllm-helm", "trl", "verl"]
 TARGETS: tuple[str, ...] = get_args(Target)
 #: the targets that write serving manifests only (core/export/kubernetes.py, core/export/helm.py)
 SERVING_TARGETS = ("kserve", "lws", "vllm-helm")
 FILENAMES = {"accelerate": "accelerate_config.yaml", "deepspeed": "ds_config.json", "torchrun": "torchrun.sh",
-             "skypilot": "skypilot.yaml", "kserve": "kserve.yaml", "lws": "lws.yaml", "vllm-helm": "values.yaml"}
+             "skypilot": "skypilot.yaml", "kserve": "kserve.yaml", "lws": "lws.yaml", "vllm-helm": "values.yaml",
+             "trl": "trl_config.yaml", "verl": "verl_grpo.yaml"}
+#: the post-training targets (core/export/posttrain.py): a TRL GRPO/DPO config, verl's GRPO overrides
+POSTTRAIN_TARGETS = ("trl", "verl")
 #: the training targets that launch each framework's own stack, where not all four do (issue #30): NeMo / Megatron-Core
 #: runs Megatron-LM's pretrain_gpt.py under torchrun; the others' launchers are not written yet, so every target is
 #: refused rather than written for a stack the plan did not time
@@ -223,6 +226,7 @@ def to_yaml(d: dict[str, Any], indent: int = 0) -> str:
     return "".join(out)
 
 
-__all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "SCRIPTS", "SERVING_TARGETS", "TARGETS", "Shape", "Target",
+__all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "POSTTRAIN_TARGETS", "SCRIPTS", "SERVING_TARGETS",
+           "TARGETS", "Shape", "Target",
            "comment", "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml",
            "vllm_engine_flags", "engine_command"]

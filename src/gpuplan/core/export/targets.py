@@ -20,6 +20,7 @@ from gpuplan.core.export.common import (
     FRAMEWORK_TARGETS,
     HEAD,
     PORT,
+    POSTTRAIN_TARGETS,
     SERVING_TARGETS,
     TARGETS,
     Target,
@@ -28,6 +29,7 @@ from gpuplan.core.export.common import (
 from gpuplan.core.export.deepspeed import render_deepspeed
 from gpuplan.core.export.helm import render_vllm_helm
 from gpuplan.core.export.kubernetes import render_kserve, render_lws
+from gpuplan.core.export.posttrain import render_trl, render_verl
 from gpuplan.core.export.skypilot import (
     ROCM_GPUS,
     SKYPILOT_ACCELERATORS,
@@ -46,10 +48,10 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
     `model_id` (a Hugging Face id) names the model a served candidate loads."""
     if target not in TARGETS:
         raise InputError(["--to"], f"unknown target {target!r}", ", ".join(TARGETS))
-    if project.workload.task == "grpo" or project.workload.grpo is not None:
+    grpo = project.workload.task == "grpo" or project.workload.grpo is not None
+    if grpo and target not in POSTTRAIN_TARGETS:
         raise InputError(["--to"], f"project {project.name!r} is a GRPO run (workload.task: grpo): its launcher is a "
-                         "verl or TRL job with the rollout engine beside the trainer, which gpuplan does not write "
-                         "yet (issue #31); the plan's layout and GPUs are what to give it", "none yet for grpo")
+                         "verl or TRL job with the rollout engine beside the trainer", "trl, verl")
     if target in SERVING_TARGETS:
         render_k8s = {"kserve": render_kserve, "lws": render_lws, "vllm-helm": render_vllm_helm}[target]
         return FILENAMES[target], render_k8s(project, candidate, index, model_id)
@@ -67,6 +69,8 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
                          "Trainer, Accelerate or DeepSpeed, which the plan did not time", ", ".join(allowed) if allowed
                          else f"none yet for {s.framework}: set workload.framework (hf-trainer, deepspeed) to plan "
                          "for a stack gpuplan exports")
+    if target in POSTTRAIN_TARGETS:  # a TRL GRPO/DPO config, verl's GRPO overrides (core/export/posttrain.py)
+        return FILENAMES[target], {"trl": render_trl, "verl": render_verl}[target](project, candidate, s, index)
     render = {"accelerate": render_accelerate, "deepspeed": render_deepspeed, "torchrun": render_torchrun,
               "skypilot": render_skypilot}
     return FILENAMES[target], render[target](project, candidate, s, index)

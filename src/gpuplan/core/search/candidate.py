@@ -252,7 +252,7 @@ def objectives_text(o: Objectives) -> str:
     return f"objectives at p{o.percentile}: " + ", ".join(parts) if parts else ""
 
 
-def departures(ctx: Context, c: Config, usable: int) -> list[str]:
+def departures(ctx: Context, c: Config, usable: int, gpu_bytes: int | None = None) -> list[str]:
     """Where a training candidate departs from a setting the project states (gradient checkpointing, the
     micro-batch): which, and what the project's own setting would take on the same layout (issue #27: the plan
     never changes the project's settings without saying so)."""
@@ -275,7 +275,7 @@ def departures(ctx: Context, c: Config, usable: int) -> list[str]:
         return []
     ww = w.model_copy(update=changes)
     theirs = with_rollout(estimate_memory(ctx.arch, ctx.params, ww, c.layout, c.n, ctx.table, ctx.overheads),
-                          ctx.arch, ctx.params, ww, c.layout, c.n, ctx.overheads, ctx.engine).device_bytes
+                          ctx.arch, ctx.params, ww, c.layout, c.n, ctx.overheads, ctx.engine, gpu_bytes).device_bytes
     return [f"departs from the project, the fastest that fits: {', '.join(parts)}; the project's settings need "
             f"{theirs / GIB:,.1f} GiB per GPU here, " + ("within" if theirs <= usable else "over") + " the usable"]
 
@@ -300,7 +300,8 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
         mem = estimate_memory(ctx.arch, ctx.params, w, lay, c.n if ctx.training else lay.tp, ctx.table, ctx.overheads,
                               cache=ctx.terms_cache if ctx.training else None)
         if ctx.training:  # GRPO: the rollout phase (core/sizing/grpo.py); any other workload as it is
-            mem = with_rollout(mem, ctx.arch, ctx.params, w, lay, c.n, ctx.overheads, ctx.engine)
+            mem = with_rollout(mem, ctx.arch, ctx.params, w, lay, c.n, ctx.overheads, ctx.engine,
+                               int(gpu.memory_gib * GIB) if gpu is not None else None)
     time = stack = None
     if ctx.training:
         assert k.work is not None and k.step is not None
@@ -320,7 +321,7 @@ def materialize(ctx: Context, k: Pick) -> Candidate:
     if stack is not None:
         reasons.append(f"stack: {stack.text}")
     if ctx.training:
-        reasons += departures(ctx, c, k.usable)
+        reasons += departures(ctx, c, k.usable, int(gpu.memory_gib * GIB) if gpu is not None else None)
     inf = k.inference.inference if k.inference is not None else None
     if inf is not None and inf.aggregate_tokens_per_s > 0:  # its cost per token is the chosen deployment's
         reasons.append(f"{inf.requests_per_s:,.2f} requests/s at the planned load; {inf.replicas} replica(s), "

@@ -141,7 +141,7 @@ class _Search:
         self.space = TrainingSpace(arch, p, w, self.gbs, inp.table, inp.overheads, inp.speed, trainable, tokens,
                                    memory=memory, grows=self.grows, grown_models=self.grown_models,
                                    grown_workload=lambda gw: grown_workload(gw, proj, arch),
-                                   serving=inp.serving if w.grpo is not None else None,
+                                   serving=inp.serving if w.grpo is not None else None, headroom=self.headroom,
                                    framework=self.framework) if self.training else None
         #: configurations whose memory was computed and timings (training: the space counts them)
         self.evaluated = self.timed = 0
@@ -184,8 +184,8 @@ class _Search:
     def grown_device(self, c: Config, factor: float = 1.0, usable: int = 0) -> int:
         """Peak bytes per GPU of a layout after the planned growth, with the model `factor` times the planned size;
         serving: what the engine holds at the load within `usable` (more than `usable` only if it cannot start)."""
-        if self.space is not None:  # a training step's memory is the GPU's own: `usable` does not enter
-            return c.grown if c.grown is not None and factor == 1.0 else self.space.grown_bytes(c, factor)
+        if self.space is not None:  # a training step's memory is the GPU's own (GRPO's rollout: a share of `usable`'s)
+            return c.grown if c.grown is not None and factor == 1.0 else self.space.grown_bytes(c, factor, usable)
         if self.serve is not None and self.engine is not None:
             return self.serve.grown_bytes(c, factor, usable, self.grown_model(factor), self.w_grown)
         key = (c.key, factor, usable)

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from gpuplan.core.search.shapes import Config, LayoutGroup, layout_of, order_key, pow2_upto
-from gpuplan.core.sizing.grpo import rollout_device_bytes, rollout_engine_memory, rollout_parts, timed_step
+from gpuplan.core.sizing.grpo import rollout_device_bytes, rollout_engine_memory, rollout_share, timed_step
+from gpuplan.core.sizing.grpo_pools import engine_utilization
+from gpuplan.core.sizing.grpo_share import equivalent_bytes
 from gpuplan.core.sizing.layout_memory import Allocator, AmpCasts, LayoutMemory, device_bytes_of, step_peaks
 from gpuplan.core.sizing.params import ParamCount, count_params
 from gpuplan.core.sizing.project import grow_arch
@@ -84,11 +86,15 @@ class TrainingSpace:
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, gbs: int, table: ActivationTable, oh: Overheads,
                  sm: SpeedModel, trainable: int, total_tokens: float | None, *, memory: MemoryCache, grows: bool,
                  grown_models: GrownModels, grown_workload: Callable[[Workload], Workload],
-                 framework: FrameworkCaps | None = None, serving: ServingData | None = None) -> None:
+                 framework: FrameworkCaps | None = None, serving: ServingData | None = None,
+                 headroom: float = 0.0) -> None:
         """`memory`: the parts of the layouts' memory (the search's, which its shown candidates' estimates read too);
         `grows`: whether the planned growth changes any layout's memory; `grown_models`: the grown model, the
         search's; `grown_workload(w)`: `w` with the planned growth of the context; `framework`: what the project's
         framework can run (None: every layout), so only those layouts are made."""
+        if w.grpo is not None and w.grpo.placement == "separate":  # sized colocated; core/search/placement.py then
+            w = w.model_copy(update={"grpo": w.grpo.model_copy(update={  # compares the splits into separate pools
+                "placement": "colocated", "rollout_gpus": None, "gpu_memory_utilization": None})})
         self.arch, self.p, self.w, self.gbs, self.table, self.sm = arch, p, w, gbs, table, sm
         self.trainable, self.total_tokens, self.grows = trainable, total_tokens, grows
         self.grown_models, self.grown_workload = grown_models, grown_workload
@@ -109,6 +115,11 @@ class TrainingSpace:
         self._cnn, self._decoder = arch.kind == "cnn", arch.kind == "decoder"
         self.framework = framework
         self.serving = serving
+        self.headroom = headroom  # GRPO: the rollout's figure is compared as the search compares (grpo_share.py)
+        #: GRPO: each (n, layout)'s trainer memory kept through the rollout (device bytes) and what its engine needs
+        #: to start; each configuration's training phase (device bytes), by (n, layout, recomputation, micro-batch)
+        self.rollout_need: dict[tuple[int, Layout], tuple[int, int]] = {}
+        self.train_device: dict[tuple[int, Layout, bool, int], int] = {}
         #: the ZeRO stages the framework runs with several data-parallel ranks, and with pipeline stages
         self._zeros = tuple(z for z in (0, 1, 2, 3) if framework is None or z in framework.zero)
         self._pp_zeros = tuple(z for z in self._zeros if framework is None or z in framework.pp_zero)
@@ -170,14 +181,20 @@ class TrainingSpace:
                for lay, ckpt, order in made for group in (LayoutGroup(n, lay, workloads[ckpt]),) for mbs, k in steps]
         rollout = self._rollout_bytes(n, made, dp) if w.grpo is not None and self.serving is not None else None
         for c, device in zip(out, device_bytes_of(peaks, self.alloc, n, tp, pp)):
-            c.device_bytes = device if rollout is None else max(device, rollout[c.layout])
+            c.device_bytes = device
+            if rollout is not None:  # GRPO: the rollout's figure as the search compares it; the training phase's kept
+                self.train_device[(n, c.layout, c.gradient_checkpointing, c.batch)] = device
+                c.device_bytes = max(device, rollout[c.layout])
         self.computed += len(out)
         return out
 
     def _rollout_bytes(self, n: int, made: list[tuple[Layout, bool, int]], dp: int) -> dict[Layout, int]:
-        """GRPO: each layout's device bytes in the rollout phase (the trainer's weights, optimizer states and
-        reference, and the colocated engine's weights, KV cache and temporaries; core/sizing/grpo.py)."""
+        """GRPO: each layout's rollout phase as the search compares it with a GPU's usable bytes: the trainer's kept
+        memory (weights, optimizer states, reference) beside the colocated engine's share of the GPU, which must
+        hold the engine's weights, temporaries and one sequence's KV cache (core/sizing/grpo_share.py
+        equivalent_bytes: the share is a fraction of each GPU, this figure is the same for every GPU type)."""
         assert self.serving is not None and self.w.grpo is not None
+        spec = self.w.grpo
         out: dict[Layout, int] = {}
         for lay, _, _ in made:
             if lay in out:
@@ -185,12 +202,37 @@ class TrainingSpace:
             st = self.memory.layout_states(self.arch, self.p, self.w, lay, dp)
             kept = MemoryBreakdown(weights_bytes=st.weights, gradients_bytes=0, optimizer_bytes=st.optimizer,
                                    activations_bytes=0, kv_cache_bytes=0, other_bytes=0, reference_bytes=st.reference)
-            eng = rollout_engine_memory(self.arch, self.p, self.w.grpo, lay, n, self.oh, self.serving.engine)
-            out[lay] = rollout_device_bytes(rollout_parts(kept, eng), self.oh, n, lay)[2]
+            eng = rollout_engine_memory(self.arch, self.p, spec, lay, n, self.oh, self.serving.engine)
+            start = rollout_share(eng, spec, lay, n, 0, self.serving.engine).start_bytes
+            kept_device = rollout_device_bytes(kept, self.oh, n, lay)[2]
+            self.rollout_need[(n, lay)] = (kept_device, start)
+            out[lay] = equivalent_bytes(kept_device, start, engine_utilization(spec, self.serving.engine),
+                                        self.headroom)
         return out
 
-    def grown_bytes(self, c: Config, factor: float) -> int:
-        """Peak bytes per GPU of `c` after the planned growth, with the model `factor` times the planned size."""
+    def _rollout_on(self, c: Config, usable: int, grown: int) -> int:
+        """GRPO: the peak bytes per GPU of `c` on the GPU whose usable bytes are `usable`: the larger of the training
+        phase's (`grown`: as planned, or after the growth) and the rollout's (the trainer's kept memory beside the
+        engine's share of that GPU, or what the engine needs to start if its share is smaller)."""
+        assert self.w.grpo is not None and self.serving is not None
+        kept, start = self.rollout_need[(c.n, c.layout)]
+        gpu_bytes = usable / (1.0 - self.headroom) if self.headroom < 1 else 0.0
+        share = engine_utilization(self.w.grpo, self.serving.engine)
+        return max(grown, kept + max(int(gpu_bytes * share), start))
+
+    def grown_bytes(self, c: Config, factor: float, usable: int = 0) -> int:
+        """Peak bytes per GPU of `c` after the planned growth, with the model `factor` times the planned size; GRPO
+        (given the GPU's `usable` bytes): with the rollout phase on that GPU (its engine's share is the GPU's)."""
+        if (c.n, c.layout) in self.rollout_need and usable:
+            if factor == 1.0 and not self.grows:
+                grown = self.train_device[(c.n, c.layout, c.gradient_checkpointing, c.batch)]
+            else:
+                grown = self._grown_training(c, factor, keep=False)  # c.grown would hide the rollout from explore
+            return self._rollout_on(c, usable, grown)
+        return self._grown_training(c, factor)
+
+    def _grown_training(self, c: Config, factor: float, keep: bool = True) -> int:
+        """The training phase's peak bytes per GPU of `c` after the planned growth (`grown_bytes`)."""
         if factor == 1.0:
             if not self.grows:
                 return c.device_bytes  # nothing grows: the layout's own memory
@@ -208,7 +250,7 @@ class TrainingSpace:
         hit = by_batch.get(c.batch)
         if hit is None:
             hit = by_batch[c.batch] = mem.device_bytes(c.batch, c.microbatches)
-        if factor == 1.0:
+        if factor == 1.0 and keep:
             c.grown = hit
         return hit
 

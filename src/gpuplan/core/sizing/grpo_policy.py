@@ -64,18 +64,29 @@ def grpo_notes(w: Workload) -> list[Note]:
         return []
     ref = ("frozen 16-bit copy, sharded as the policy" if spec.method == "full" else "the base, adapters off") \
         if spec.kl else "none (kl off)"
+    if spec.placement == "separate":
+        return [Note(code="grpo", message=f"GRPO (separate pools): {spec.prompts_per_step:,} prompts x "
+                     f"{spec.group_size} responses per step, {spec.prompt_length:,} + {spec.response_length:,} tokens; "
+                     f"policy trained as {POLICY_TASK[spec.method]} on every sequence (samples, tokens count "
+                     f"sequences); reference: {ref}; the vLLM engine on GPUs of its own, the policy's 16-bit weights "
+                     "broadcast to it each step")]
     return [Note(code="grpo", message=f"GRPO (colocated): {spec.prompts_per_step:,} prompts x {spec.group_size} "
                  f"responses per step, {spec.prompt_length:,} + {spec.response_length:,} tokens; policy trained as "
-                 f"{POLICY_TASK[spec.method]} on every sequence (samples, tokens count sequences); reference: {ref}; "
-                 "the vLLM engine's weights and KV cache during the rollout, released (sleep level 1, as verl) for "
-                 "the training pass")]
+                 f"{POLICY_TASK[spec.method]} on every sequence; reference: {ref}; the vLLM engine's weights and KV "
+                 "cache held for the rollout, released for the training pass (sleep level 1, as verl)")]
 
 
 def check_grpo(arch: ModelArch, w: Workload) -> None:
-    """InputError when GRPO is asked of a model that generates no text (it samples responses)."""
+    """InputError when GRPO is asked of a model that generates no text (it samples responses), or with a mean
+    response over the longest."""
     if (w.task == "grpo" or w.grpo is not None) and arch.kind != "decoder":
         raise InputError(["workload", "task"], f"grpo samples responses from a language model; {arch.model_type} "
                          f"is not a decoder ({arch.kind})", "pretrain, full-finetune, lora, qlora, inference")
+    g = w.grpo
+    if g is not None and g.mean_response_length is not None and g.mean_response_length > g.response_length:
+        raise InputError(["workload", "grpo", "mean_response_length"], f"the mean response ({g.mean_response_length} "
+                         f"tokens) is over grpo.response_length ({g.response_length}), the longest a response runs to",
+                         f"1 to {g.response_length}")
 
 
 def reference_bytes(p: ParamCount, spec: GrpoSpec) -> float:

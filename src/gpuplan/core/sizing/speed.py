@@ -104,6 +104,8 @@ def training_speed_result(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel
         breakdown.update(offload=st.t_offload, cpu_optimizer=st.t_cpu_opt)
     if st.t_prefill or st.t_decode or st.t_log_probs:  # GRPO: the rollout and the log-probability forwards
         breakdown.update(rollout_prefill=st.t_prefill, rollout_decode=st.t_decode, log_probs=st.t_log_probs)
+    if st.t_sync:  # GRPO with separate pools: the weights broadcast to the engine's GPUs
+        breakdown.update(weight_sync=st.t_sync)
     time = TimeEstimate(
         tokens_per_s=tps, tokens_per_s_range=span(tps, sm, speed=True),
         tokens_per_s_per_gpu=tps / work.gpus, step_seconds=st.step, step_seconds_range=span(st.step, sm),

@@ -30,7 +30,7 @@ class StepTime:
 
     __slots__ = ("bubble", "eff", "goodput", "gpu_hours", "mfu", "peak", "step", "steps", "t_comm", "t_cpu_opt",
                  "t_dequant", "t_elem", "t_launch", "t_log_probs", "t_matmul", "t_offload", "t_opt", "t_prefill",
-                 "t_decode", "tokens_per_s", "wall")
+                 "t_decode", "t_sync", "tokens_per_s", "wall")
 
     peak: float  # dense FLOP/s at the precision
     eff: float  # the matmuls' share of it
@@ -47,6 +47,7 @@ class StepTime:
     t_prefill: float
     t_decode: float
     t_log_probs: float
+    t_sync: float  # GRPO with separate pools: the weights' broadcast to the engine (core/sizing/grpo_pools.py)
     step: float
     tokens_per_s: float
     mfu: float
@@ -161,7 +162,7 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
         t_dequant
     out.t_opt, out.t_comm, out.bubble, out.t_offload, out.t_cpu_opt = t_opt, t_dp_exposed + t_tp, bubble, \
         micro * t_act + t_zero_off, t_cpu
-    out.t_prefill = out.t_decode = out.t_log_probs = 0.0
+    out.t_prefill = out.t_decode = out.t_log_probs = out.t_sync = 0.0
     out.step = step
     return finish_step(out, work, r, total_tokens)
 
