@@ -31,7 +31,15 @@ def _bench():
     return mod
 
 
-@pytest.mark.parametrize("lengths", ["128-2048", "1000-1000"])
+#: issue #30's refit on 83 training runs (2026-12-03) raised Blackwell's FP8 matmul efficiency 0.692 -> 0.763 and
+#: Hopper's 0.845 -> 0.887 (leave-one-source-out better for both); serving's FP4 path takes Blackwell's FP8 efficiency
+#: (no run calibrates FP4: issue #29, Blackwell FP4 leave-one-source-out 21%), and the 128/2048 ratio moved from 2.59
+#: (+13%) to 2.66 (+16%) of the published 2.29. Strict: it fails once FP4's own efficiency brings it back in 15%.
+FP4_AFTER_REFIT = pytest.mark.xfail(strict=True, reason="FP4 serving inherits the refitted Blackwell FP8 "
+                                    "efficiency: 2.66 vs 2.29 published (+16%); FP4's efficiency is uncalibrated")
+
+
+@pytest.mark.parametrize("lengths", [pytest.param("128-2048", marks=FP4_AFTER_REFIT), "1000-1000"])
 def test_b200_fp4_over_h200_fp8_as_published(lengths: str) -> None:
     bench = _bench()
     cases = {c["id"]: c for c in bench.load_cases()}

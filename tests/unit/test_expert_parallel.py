@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.catalog.hardware import builtin_catalog
-from gpuplan.catalog.loader import find_preset, load_activation_table, load_speed_model
 from gpuplan.catalog.hf_config import arch_from_hf_config
+from gpuplan.catalog.loader import find_preset, load_activation_table, load_speed_model
 from gpuplan.core.sizing.experts import A2A_BYTES_PER_ELEMENT, expert_split
 from gpuplan.core.sizing.params import count_params, expert_weights
 from gpuplan.core.sizing.speed import estimate_training_speed
