@@ -8,7 +8,10 @@ in-sample, leave-one-out (each case predicted by a speed model fitted without it
 fitted without any case of that source), when --loo is given (it refits the calibration once per case and
 once per source; a fold resets the efficiencies of generations it has no runs of to priors, fit_speed.fit_fold).
 
-Run: python benchmarks/speed_accuracy.py [--markdown] [--loo]
+--loso gives the leave-one-source-out column alone (one refit per source, about 20; the leave-one-out column's refit
+per case is the slow part).
+
+Run: python benchmarks/speed_accuracy.py [--markdown] [--loo | --loso]
 """
 
 from __future__ import annotations
@@ -115,7 +118,8 @@ def explain(c: Case, sm) -> None:  # type: ignore[no-untyped-def]
     from gpuplan.core.sizing.speed import estimate_training_speed
 
     r = estimate_training_speed(c.arch, c.params, c.workload, c.layout, c.gpus, c.gpu, sm, load_activation_table(),
-                                trainable=_trainable(c), total_tokens=c.tokens)
+                                trainable=_trainable(c), total_tokens=c.tokens, virtual_stages=c.virtual_stages,
+                                expert_parallel=c.expert_parallel)
     t = r.time
     print(c.id, c.kind, c.gpus, c.gpu.id, c.layout, c.workload.model_dump(exclude_defaults=True))
     print(f"measured {fmt(c.value)} {c.metric}; predicted {fmt(predict(c, sm))}; "
@@ -179,13 +183,14 @@ def relative_checks(sm) -> list[tuple[str, str, str, str]]:  # type: ignore[no-u
     return out
 
 
-def held_out(cases: list[Case], sm) -> tuple[dict[str, float], dict[str, float]]:  # type: ignore[no-untyped-def]
-    """Leave-one-out and leave-one-source-out predictions of the calibration cases (case id -> value)."""
+def held_out(cases: list[Case], sm, *, loo: bool = True) -> tuple[dict[str, float], dict[str, float]]:  # type: ignore[no-untyped-def]
+    """Leave-one-out (unless not `loo`) and leave-one-source-out predictions of the calibration cases (case id ->
+    value)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     from fit_speed import fit_fold  # type: ignore[import-not-found]
 
     cal = [c for c in cases if c.calibration]
-    loo = {c.id: predict(c, fit_fold([x for x in cal if x.id != c.id], sm)) for c in cal}
+    loo = {c.id: predict(c, fit_fold([x for x in cal if x.id != c.id], sm)) for c in cal} if loo else {}
     loso: dict[str, float] = {}
     for src in sorted({source_group(c) for c in cal}):
         sm_s = fit_fold([x for x in cal if source_group(x) != src], sm)
@@ -197,6 +202,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables (for docs/accuracy.md)")
     ap.add_argument("--loo", action="store_true", help="also leave-one-out: refit without each case")
+    ap.add_argument("--loso", action="store_true", help="also leave-one-source-out alone: refit without each source")
     ap.add_argument("--explain", metavar="ID", help="print one case's step breakdown and assumptions")
     a = ap.parse_args()
     sm = load_speed_model()
@@ -206,8 +212,8 @@ def main() -> None:
         return
     loo_pred: dict[str, float] = {}
     loso_pred: dict[str, float] = {}
-    if a.loo:
-        loo_pred, loso_pred = held_out(cases, sm)
+    if a.loo or a.loso:
+        loo_pred, loso_pred = held_out(cases, sm, loo=a.loo)
     rows: list[Row] = []
     for c in cases:
         rows.append((c, predict(c, sm), naive(c), loo_pred.get(c.id), loso_pred.get(c.id)))
@@ -228,7 +234,7 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for s in sums:
             print("| " + " | ".join(map(str, s)) + " |")
-        if a.loo:
+        if a.loo or a.loso:
             print("\nBy source (the calibration cases of each; leave-one-source-out: predicted by a model fitted "
                   "without that source):\n")
             print("| source | group | cases | in-sample median | leave-one-source-out median |")
@@ -251,7 +257,7 @@ def main() -> None:
               f"{'naive med/p90':>18}")
         for name, n, o, lo, so, nv in sums:
             print(f"{name:22} {n:>5}  {o:>18}  {lo:>18}  {so:>18}  {nv:>18}")
-        if a.loo:
+        if a.loo or a.loso:
             print()
             for src, grp, n, o, so in by_source(rows):
                 print(f"  {src:24} {grp:18} {n:>3}  in-sample {o:>7}  LOSO {so}")

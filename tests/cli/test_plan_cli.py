@@ -190,22 +190,25 @@ def test_objective_cost_recommends_the_cheapest_bucket(name: str) -> None:
     d = plan_json(name, "--objective", "cost", "--top", ALL)
     assert d["objective"] == "cost"
     rec = d["recommendation"]
-    pool = same_evidence(d["candidates"], rec)
-    priced = [c["cost_usd"] for c in pool if c["cost_usd"] is not None]
-    # costs within 10% count as the same cost, and so do costs less than 1% of the budget above the cheapest
-    # (then fewer GPUs, then time): the recommendation is in the cheapest bucket. The cheapest is counted over every
-    # candidate that qualified in the search (stats.cheapest_cost_usd), before the budget is checked against each
-    # shown candidate's deployment total
-    assert d["stats"]["cheapest_cost_usd"] <= min(priced)
-    base = d["stats"]["cheapest_cost_usd"] + d["stats"]["same_cost_usd"]
+    pool = [c for c in same_evidence(d["candidates"], rec) if c["deployment"] is not None]
+    # the plan ranks the shown candidates on their chosen way's total over the horizon (ownership with its running
+    # costs): totals within 10% count as the same cost, and so do totals less than 1% of the budget above the
+    # cheapest (then fewer GPUs by the horizon, growth steps included, then time): the recommendation is in the
+    # cheapest bucket
+    total = lambda c: c["deployment"]["total_cost"]  # noqa: E731
+    base = min(total(c) for c in pool) + d["stats"]["same_cost"]
 
     def bucket(c: dict[str, Any]) -> int:
-        return math.floor(math.log(max(c["cost_usd"], base) / base) / math.log(1.1))
+        return math.floor(math.log(max(total(c), base) / base) / math.log(1.1))
 
-    assert rec["cost_usd"] is not None and bucket(rec) == min(bucket(c) for c in pool if c["cost_usd"] is not None)
-    cheapest_bucket = [c for c in pool if c["cost_usd"] is not None and bucket(c) == bucket(rec)]
-    # within it, the fewest GPUs
-    n = lambda c: c["gpus_per_server"] * c["servers"]  # noqa: E731
+    assert rec["deployment"] is not None and bucket(rec) == min(bucket(c) for c in pool)
+    cheapest_bucket = [c for c in pool if bucket(c) == bucket(rec)]
+
+    def n(c: dict[str, Any]) -> int:  # within it, the fewest GPUs by the horizon
+        chosen = next(x for x in c["deployments"] if (x["option"], x["provider"]) == (c["deployment"]["option"],
+                                                                                        c["deployment"]["provider"]))
+        return c["gpus_per_server"] * (c["servers"] + sum(st["servers"] for st in chosen["growth"]))
+
     assert n(rec) == min(n(c) for c in cheapest_bucket)
 
 

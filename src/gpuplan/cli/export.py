@@ -1,12 +1,17 @@
-"""`gpuplan export`: the launcher configuration (Accelerate, DeepSpeed, torchrun, SkyPilot) that realises a
-candidate of the plan. Prints it, or writes it to --out without ever replacing an existing file unless --force."""
+"""`gpuplan export`: the launcher configuration (Accelerate, DeepSpeed, torchrun, SkyPilot; torchtune, Axolotl,
+torchtitan for candidates planned on them) that realises a candidate of the plan. Prints it, or writes it to --out
+without ever replacing an existing file unless --force."""
 
 import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from gpuplan.schema.plan import Candidate
+    from gpuplan.schema.project import Project
 
 from gpuplan.cli.common import (
     AsOf,
@@ -33,6 +38,9 @@ class To(str, Enum):
     vllm_helm = "vllm-helm"
     trl = "trl"
     verl = "verl"
+    torchtune = "torchtune"
+    axolotl = "axolotl"
+    torchtitan = "torchtitan"
 
 
 def export_command(
@@ -81,6 +89,7 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
             prices: list[Path], as_of: datetime.date | None) -> tuple[str, str]:
     from gpuplan import api
     from gpuplan.catalog.loader import find_preset, load_project
+    from gpuplan.core.export.common import STACK_TARGETS
     from gpuplan.core.export.targets import export
     from gpuplan.report.terminal import progress
 
@@ -93,6 +102,8 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
         raise InputError(["--candidate"], f"the plan has {len(cands)} candidate(s)", f"0-{len(cands) - 1}")
     ref = proj.model
     model_id = ref.hf_id or (find_preset(ref.preset).hf_id if ref.preset else None)
+    if target in STACK_TARGETS:  # the framework's config carries what the plan timed: its defaults filled in
+        proj = _as_timed(proj, cands[index])
     try:
         return export(proj, cands[index], target, index=index, model_id=model_id)
     except InputError as exc:
@@ -108,6 +119,19 @@ def _export(path: Path, target: str, index: int, objective: str | None, catalog:
         hint = f"; candidates that export to {target}: {', '.join(ok[:10])}" if ok else \
             f"; no candidate of this plan exports to {target}"
         raise InputError([], str(exc) + hint) from None
+
+
+def _as_timed(proj: "Project", cand: "Candidate") -> "Project":
+    """The project with the defaults of the framework its candidate was timed on filled in where it leaves a key
+    unset (catalog/frameworks.with_framework, as the plan applied them)."""
+    from gpuplan.catalog.frameworks import with_framework
+    from gpuplan.schema.project import Workload
+
+    framework = cand.stack.framework if cand.stack is not None else None
+    if framework is None or proj.workload.framework is not None:
+        return with_framework(proj)[0]
+    named = Workload.model_validate({**proj.workload.model_dump(exclude_unset=True), "framework": framework})
+    return with_framework(proj.model_copy(update={"workload": named}))[0]
 
 
 def _write(path: Path, text: str, force: bool, *, executable: bool) -> Path:

@@ -15,20 +15,36 @@ from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project, Workload
 from gpuplan.units import fmt_gib
 
-Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws", "vllm-helm", "trl", "verl"]
+Target = Literal["accelerate", "deepspeed", "torchrun", "skypilot", "kserve", "lws", "vllm-helm", "trl", "verl",
+                 "torchtune", "axolotl", "torchtitan"]
 TARGETS: tuple[str, ...] = get_args(Target)
 #: the targets that write serving manifests only (core/export/kubernetes.py, core/export/helm.py)
 SERVING_TARGETS = ("kserve", "lws", "vllm-helm")
 FILENAMES = {"accelerate": "accelerate_config.yaml", "deepspeed": "ds_config.json", "torchrun": "torchrun.sh",
              "skypilot": "skypilot.yaml", "kserve": "kserve.yaml", "lws": "lws.yaml", "vllm-helm": "values.yaml",
-             "trl": "trl_config.yaml", "verl": "verl_grpo.yaml"}
+             "trl": "trl_config.yaml", "verl": "verl_grpo.yaml",
+             "torchtune": "torchtune_config.yaml", "axolotl": "axolotl.yaml", "torchtitan": "torchtitan.toml"}
 #: the post-training targets (core/export/posttrain.py): a TRL GRPO/DPO config, verl's GRPO overrides
 POSTTRAIN_TARGETS = ("trl", "verl")
+#: the targets that write one framework's own config (issue #30): only for candidates the plan timed on it
+STACK_TARGETS = {"torchtune": "torchtune", "axolotl": "axolotl", "torchtitan": "torchtitan"}
 #: the training targets that launch each framework's own stack, where not all four do (issue #30): NeMo / Megatron-Core
-#: runs Megatron-LM's pretrain_gpt.py under torchrun; the others' launchers are not written yet, so every target is
-#: refused rather than written for a stack the plan did not time
-FRAMEWORK_TARGETS: dict[str, tuple[str, ...]] = {"nemo": ("torchrun", "skypilot"), "torchtitan": (), "torchtune": (),
-                                                 "litgpt": (), "unsloth": ()}
+#: runs Megatron-LM's pretrain_gpt.py under torchrun; torchtune and torchtitan their own config files; Axolotl its own
+#: config or the HF Trainer's launchers it runs on (its `deepspeed:` key takes `--to deepspeed`'s file); LitGPT's and
+#: Unsloth's launchers are not written yet, so every target is refused rather than written for a stack the plan did
+#: not time
+FRAMEWORK_TARGETS: dict[str, tuple[str, ...]] = {
+    "nemo": ("torchrun", "skypilot"), "torchtitan": ("torchtitan",), "torchtune": ("torchtune",),
+    "axolotl": ("axolotl", "accelerate", "deepspeed", "torchrun", "skypilot"), "litgpt": (), "unsloth": ()}
+#: the training targets of a framework that FRAMEWORK_TARGETS does not list (the HF Trainer, DeepSpeed, your own script)
+GENERIC_TARGETS = ("accelerate", "deepspeed", "torchrun", "skypilot")
+
+
+def allowed_targets(framework: str | None) -> tuple[str, ...]:
+    """The training targets that launch the stack a candidate was timed on (`framework`; None: your own script)."""
+    return FRAMEWORK_TARGETS.get(framework or "", GENERIC_TARGETS)
+
+
 #: the training script each framework's torchrun line runs (default: the user's train.py with the Trainer's arguments)
 SCRIPTS = {"nemo": "pretrain_gpt.py"}
 #: the rendezvous port every launcher uses (torchrun's default)
@@ -226,7 +242,7 @@ def to_yaml(d: dict[str, Any], indent: int = 0) -> str:
     return "".join(out)
 
 
-__all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "HEAD", "PORT", "POSTTRAIN_TARGETS", "SCRIPTS", "SERVING_TARGETS",
-           "TARGETS", "Shape", "Target",
+__all__ = ["FILENAMES", "FRAMEWORK_TARGETS", "GENERIC_TARGETS", "HEAD", "PORT", "POSTTRAIN_TARGETS", "SCRIPTS",
+           "SERVING_TARGETS", "STACK_TARGETS", "TARGETS", "Shape", "Target", "allowed_targets",
            "comment", "export_hint", "layout_line", "origin", "read_shape", "server_line", "slug", "to_yaml",
            "vllm_engine_flags", "engine_command"]

@@ -1,5 +1,7 @@
 """Launch configurations that realise one candidate of a plan: an Accelerate config, a DeepSpeed config, a
-torchrun command line or a SkyPilot task. Pure: text in, text out; the CLI writes the file.
+torchrun command line or a SkyPilot task; for the frameworks that take their own config file (issue #30), a
+torchtune recipe config, an Axolotl config or a torchtitan job config, written only for candidates timed on them.
+Pure: text in, text out; the CLI writes the file.
 
 Every output starts with where it came from (project, candidate, hardware, layout) and what to edit. What a
 launcher cannot express is refused with an InputError that says which target can, rather than emitted wrong:
@@ -15,15 +17,17 @@ core/export/common.py; this module dispatches to them.
 from __future__ import annotations
 
 from gpuplan.core.export.accelerate import ACCELERATE_PRECISION, render_accelerate
+from gpuplan.core.export.axolotl import render_axolotl
 from gpuplan.core.export.common import (
     FILENAMES,
-    FRAMEWORK_TARGETS,
     HEAD,
     PORT,
     POSTTRAIN_TARGETS,
     SERVING_TARGETS,
+    STACK_TARGETS,
     TARGETS,
     Target,
+    allowed_targets,
     read_shape,
 )
 from gpuplan.core.export.deepspeed import render_deepspeed
@@ -37,6 +41,8 @@ from gpuplan.core.export.skypilot import (
     render_skyserve,
 )
 from gpuplan.core.export.torchrun import render_torchrun
+from gpuplan.core.export.torchtitan import render_torchtitan
+from gpuplan.core.export.torchtune import render_torchtune
 from gpuplan.errors import InputError
 from gpuplan.schema.plan import Candidate
 from gpuplan.schema.project import Project
@@ -62,15 +68,20 @@ def export(project: Project, candidate: Candidate, target: str, *, index: int = 
                              "vLLM with the planned tensor parallelism and replicas), kserve, lws, vllm-helm")
         return FILENAMES[target], render_skyserve(project, candidate, index, model_id)
     s = read_shape(candidate)
-    allowed = FRAMEWORK_TARGETS.get(s.framework or "")
-    if allowed is not None and target not in allowed:
-        stack = candidate.stack.text if candidate.stack is not None else s.framework
-        raise InputError(["--to"], f"candidate {index} is planned on {stack}; --to {target} launches the Hugging Face "
-                         "Trainer, Accelerate or DeepSpeed, which the plan did not time", ", ".join(allowed) if allowed
-                         else f"none yet for {s.framework}: set workload.framework (hf-trainer, deepspeed) to plan "
-                         "for a stack gpuplan exports")
     if target in POSTTRAIN_TARGETS:  # a TRL GRPO/DPO config, verl's GRPO overrides (core/export/posttrain.py)
         return FILENAMES[target], {"trl": render_trl, "verl": render_verl}[target](project, candidate, s, index)
+    allowed = allowed_targets(s.framework)
+    if target not in allowed:
+        stack = candidate.stack.text if candidate.stack is not None else "your own training script"
+        launches = (f"writes a {target} config" if target in STACK_TARGETS else
+                    "launches the Hugging Face Trainer, Accelerate or DeepSpeed")
+        raise InputError(["--to"], f"candidate {index} is planned on {stack}; --to {target} {launches}, which the "
+                         "plan did not time", ", ".join(allowed) if allowed else f"none yet for {s.framework}: set "
+                         "workload.framework (hf-trainer, deepspeed, torchtune, axolotl, torchtitan) to plan for a "
+                         "stack gpuplan exports")
+    if target in STACK_TARGETS:
+        render_stack = {"torchtune": render_torchtune, "axolotl": render_axolotl, "torchtitan": render_torchtitan}
+        return FILENAMES[target], render_stack[target](project, candidate, s, index, model_id)
     render = {"accelerate": render_accelerate, "deepspeed": render_deepspeed, "torchrun": render_torchrun,
               "skypilot": render_skypilot}
     return FILENAMES[target], render[target](project, candidate, s, index)

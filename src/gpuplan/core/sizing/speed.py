@@ -13,6 +13,7 @@ Training step (per GPU), the sum of:
 - optimizer: bytes the step moves / bandwidth, plus kernel launches per tensor for a for-loop optimizer;
 - communication left exposed: data-parallel gradient all-reduce (or ZeRO gathers and reduce-scatters)
   beyond what overlaps with backward, tensor-parallel all-reduces, over NVLink, PCIe or the network;
+- expert parallelism (a MoE's experts over `ep` ranks): the tokens' all-to-all dispatch and combine, exposed;
 - pipeline bubble: (pp - 1) / micro-batches of the compute;
 - offload: PCIe copies to the host, hidden behind compute up to offload_overlap, and ZeRO-Offload's CPU Adam step.
 Stack features: a chunked loss saves fp32-logit passes; compile divides the eager stack's factor; the optimizer step
@@ -53,12 +54,14 @@ from gpuplan.schema.speed import ComputeOut, SpeedModel, SpeedResult, TimeEstima
 def estimate_training_speed(arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, gpu: Gpu,
                             sm: SpeedModel, table: ActivationTable, *, trainable: int,
                             total_tokens: float | None = None, gpus_per_node: int | None = None,
-                            virtual_stages: int = 1, serving: ServingData | None = None) -> SpeedResult:
+                            virtual_stages: int = 1, serving: ServingData | None = None,
+                            expert_parallel: int = 1) -> SpeedResult:
     """Training step time and throughput of `gpus` x `gpu`; GPU-hours when `total_tokens` is known (tokens;
     images for CNNs). `virtual_stages` > 1: an interleaved pipeline schedule (Megatron), which divides the
     bubble. `serving`: the serving engine's data, which a GRPO policy's view (core/sizing/grpo.py) times its
-    rollout with."""
-    work = StepWork(arch, p, w, lay, gpus, sm, table, trainable)
+    rollout with. `expert_parallel` > 1: a MoE's routed experts spread over that many data-parallel ranks, their
+    tokens sent all-to-all (core/sizing/experts.py)."""
+    work = StepWork(arch, p, w, lay, gpus, sm, table, trainable, expert_parallel=expert_parallel)
     rates = GpuRates(gpu, sm, w.precision, w.tf32)
     node = gpus_per_node or min(gpus, rates.node)
     st = step_time(work, gpu, sm, total_tokens=total_tokens, gpus_per_node=node, virtual_stages=virtual_stages,
@@ -136,6 +139,10 @@ def _stack_assumptions(work: StepWork, st: StepTime, gpu: Gpu, sm: SpeedModel) -
         out.append(f"activation offloading: {work.act_offload_bytes / 1e9:,.2f} GB per micro-batch to the host and "
                    f"back over PCIe {gpu.interconnect.pcie_gen}.0 x{gpu.interconnect.pcie_lanes} ({link:g} GB/s), "
                    f"{prm.offload_overlap:.0%} hidden behind the compute where it fits")
+    if work.a2a_calls:
+        out.append(f"expert parallel {work.ep}: each GPU holds 1/{work.ep} of the routed experts; "
+                   f"{work.a2a_calls} all-to-alls per micro-batch move {work.a2a_bytes / 1e9:,.2f} GB (tokens x "
+                   "top-k x hidden, bf16), timed exposed")
     if lay.offload != "none":
         out.append(f"offload={lay.offload}: gradients to the host and 16-bit weights back over PCIe ({link:g} GB/s"
                    + (", weights fetched for every forward and backward" if lay.offload == "params" else "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from gpuplan.core.sizing.activations import resolve, saved_bytes_per_sample
+from gpuplan.core.sizing.experts import expert_split
 from gpuplan.core.sizing.flops import Flops, TrainingFlops, forward_flops, training_flops
 from gpuplan.core.sizing.params import ParamCount
 from gpuplan.core.sizing.rates import WorkloadTerms, workload_terms
@@ -95,19 +96,20 @@ class StepWork:
     optimizer and communication volumes for one workload on one layout and micro-batch. Computed once per layout and
     micro-batch and timed on every GPU type (step_time.timed)."""
 
-    __slots__ = ("act_offload_bytes", "attention_factor", "attn_share", "batch", "ckpt", "dequant_bytes", "dp",
-                 "dp_traffic", "elem_bytes", "factor", "fill", "flops", "fp8", "gpus", "hidden", "hw_flops", "kernels",
-                 "launch_s", "layers", "layout", "logit_bytes", "mb_tokens", "micro", "mm_attn", "mm_dense",
-                 "mm_tokens", "model_per_token", "offloaded", "opt_bytes", "opt_factor", "opt_launches", "opt_steps",
-                 "pp", "saved", "step_tokens", "tok_sample", "total_params", "tp", "tp_bytes", "tp_calls",
-                 "trainable", "tuned", "workload")
+    __slots__ = ("a2a_bytes", "a2a_calls", "act_offload_bytes", "attention_factor", "attn_share", "batch", "ckpt",
+                 "dequant_bytes", "dp", "dp_traffic", "elem_bytes", "ep", "factor", "fill", "flops", "fp8", "gpus",
+                 "hidden", "hw_flops", "kernels", "launch_s", "layers", "layout", "logit_bytes", "mb_tokens", "micro",
+                 "mm_attn", "mm_dense", "mm_tokens", "model_per_token", "offloaded", "opt_bytes", "opt_factor",
+                 "opt_launches", "opt_steps", "pp", "saved", "step_tokens", "tok_sample", "total_params", "tp",
+                 "tp_bytes", "tp_calls", "trainable", "tuned", "workload")
 
     def __init__(self, arch: ModelArch, p: ParamCount, w: Workload, lay: Layout, gpus: int, sm: SpeedModel,
                  table: ActivationTable, trainable: int, cache: WorkCache | None = None, *,
-                 micro_batch: int | None = None, global_batch: int | None = None) -> None:
+                 micro_batch: int | None = None, global_batch: int | None = None, expert_parallel: int = 1) -> None:
         """`cache`: what the works of one model and workload share (the search's); `micro_batch`, `global_batch`:
         the micro-batch and the sequences per step when not `w`'s (the search's configurations change them alone,
-        and `w.gradient_checkpointing`, of the search's workload)."""
+        and `w.gradient_checkpointing`, of the search's workload); `expert_parallel`: a MoE's routed experts spread
+        over that many data-parallel ranks (core/sizing/experts.py)."""
         c = WorkCache() if cache is None else cache
         sample = c.sample if c.sample is not None else c.sample_work(arch, p, w, sm)
         k, fwd = sample.terms, sample.forward
@@ -136,8 +138,12 @@ class StepWork:
         opt_bytes = k.opt_per_param * k.master_bytes / 4 * trainable / (tp * pp * (dp if lay.zero >= 1 else 1))
         if k.unfused is not None:
             opt_bytes *= k.unfused
+        self.ep, self.a2a_bytes, self.a2a_calls, total = expert_parallel, 0.0, 0, p.total
+        if expert_parallel > 1:  # each GPU holds, steps and reduces 1/ep of a MoE's experts; tokens go all-to-all
+            trainable, total, opt_bytes, self.a2a_bytes, self.a2a_calls = expert_split(
+                arch, w, trainable, total, opt_bytes, expert_parallel, batch * fwd.tokens, pp, ckpt)
         self.opt_bytes, self.opt_launches = opt_bytes, k.opt_launches
-        self.trainable, self.total_params, self.hidden = trainable, p.total, arch.hidden_size
+        self.trainable, self.total_params, self.hidden = trainable, total, arch.hidden_size
         # the stack features' work: fp32-logit bytes a chunked loss saves, activation bytes offloaded per
         # micro-batch, the real share of padded tokens, optimizer steps per step
         self.logit_bytes = (k.logit_passes * mb_tokens * arch.vocab_size / tp * 4 / pp if k.lm_chunked else 0.0)
@@ -157,7 +163,7 @@ class StepWork:
         self.elem_bytes = k.elem_passes * saved * recompute
         self.launch_s = kernels * k.launch * recompute
         self.factor, self.opt_factor = k.factor, k.eager_step * self.opt_steps
-        self.dp_traffic = dp_traffic(w, lay, dp, micro, trainable, p.total, sm.params) if dp > 1 else NO_DP_TRAFFIC
+        self.dp_traffic = dp_traffic(w, lay, dp, micro, trainable, total, sm.params) if dp > 1 else NO_DP_TRAFFIC
         self.offloaded = lay.offload != "none"
         # tensor parallel: the bytes of one all-reduce, and how many per step (two per layer in forward, two in
         # backward, and two more to recompute)

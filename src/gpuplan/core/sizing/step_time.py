@@ -153,14 +153,15 @@ def timed(work: StepWork, r: GpuRates, total_tokens: float | None, node: int, vi
         t_tp = work.tp_calls * allreduce_s(work.tp_bytes, work.tp, tp_bw, r.latency)
         if work.tuned:  # tuned stacks pipeline the all-reduces with the GEMMs around them
             t_tp *= r.tp_keep
+    t_a2a = work.micro * a2a_s(work, r, node) if work.a2a_calls else 0.0  # expert parallel (core/sizing/experts.py)
     bubble = (work.pp - 1) * t_micro / virtual_stages  # 1F1B: the pipeline fills and drains once per step
     t_zero_off, t_cpu = _offload_s(work, r, node, t_compute) if work.offloaded else (0.0, 0.0)
     micro = work.micro
-    step = micro * t_micro + t_opt + t_dp_exposed + t_tp + bubble + t_zero_off + t_cpu
+    step = micro * t_micro + t_opt + t_dp_exposed + t_tp + t_a2a + bubble + t_zero_off + t_cpu
     out = StepTime()
     out.peak, out.eff, out.t_matmul, out.t_elem, out.t_launch, out.t_dequant = peak, eff, t_matmul, t_elem, t_launch, \
         t_dequant
-    out.t_opt, out.t_comm, out.bubble, out.t_offload, out.t_cpu_opt = t_opt, t_dp_exposed + t_tp, bubble, \
+    out.t_opt, out.t_comm, out.bubble, out.t_offload, out.t_cpu_opt = t_opt, t_dp_exposed + t_tp + t_a2a, bubble, \
         micro * t_act + t_zero_off, t_cpu
     out.t_prefill = out.t_decode = out.t_log_probs = out.t_sync = 0.0
     out.step = step
@@ -202,6 +203,19 @@ def _offload_s(work: StepWork, r: GpuRates, node: int, t_micro: float) -> tuple[
     return out, cpu_step
 
 
+def a2a_s(work: StepWork, r: GpuRates, node: int) -> float:
+    """A micro-batch's expert all-to-alls on one GPU (core/sizing/experts.py): the (ep - 1) / ep of the bytes that
+    leave it, over the scale-up link when the expert group fits in a node (`node` GPUs), else the part bound for
+    other nodes over the network (the NIC bounds it; the rest crosses the faster scale-up link meanwhile), plus a
+    collective's latency per call. Exposed: the step waits for each (no DualPipe-style overlap)."""
+    ep = work.ep
+    if ep <= node:
+        seconds = work.a2a_bytes * (ep - 1) / ep / (r.link(ep, node) * GB)
+    else:
+        seconds = work.a2a_bytes * (ep - node) / ep / (r.link(ep, node) * GB)
+    return seconds + work.a2a_calls * r.latency
+
+
 def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float,
                links: dict[int, float] | None = None) -> float:
     """Data-parallel communication left exposed per step: what each GPU sends ((n-1)/n of the volume in ring
@@ -221,4 +235,4 @@ def dp_exposed(work: StepWork, r: GpuRates, node: int, t_micro: float,
     return exposed_of(transfers, r.comm_overlap)
 
 
-__all__ = ["GpuRates", "StepTime", "dp_exposed", "finish_step", "step_time", "timed"]
+__all__ = ["GpuRates", "StepTime", "a2a_s", "dp_exposed", "finish_step", "step_time", "timed"]
