@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from gpuplan.core.checklist import build_checklist, build_faq
-from gpuplan.core.cost.clusters import rent_rate
+from gpuplan.core.cost.clusters import clustered, rent_rate
 from gpuplan.core.cost.deployments import deploy, median_rent, pricing, quotes_by_gpu
 from gpuplan.core.cost.growth import training_work
 from gpuplan.core.search.evidence import evidence_by_gpu
@@ -29,6 +29,7 @@ from gpuplan.schema.defaults import Objective
 from gpuplan.schema.estimate import Note
 from gpuplan.schema.model import ModelArch
 from gpuplan.schema.plan import Candidate, Evidence, GrowthRow, PlanResult, Rejected
+from gpuplan.schema.prices import CloudPrice
 from gpuplan.schema.project import Project
 from gpuplan.schema.trace import CustomTraceResult
 from gpuplan.units import fmt_money
@@ -99,8 +100,12 @@ def _rent_at(bundle: Bundle, providers: Sequence[str]) -> Callable[[str, int, bo
     clusters = bundle.prices.clusters
 
     @cache
+    def on_fabric(gpu_id: str) -> list[CloudPrice]:  # the quotes of providers renting the GPU as a cluster, once
+        return clustered(rows.get(gpu_id, []), clusters)
+
+    @cache
     def at(gpu_id: str, together: int, fabric: bool) -> float | None:
-        return rent_rate(rows.get(gpu_id, []), clusters, together, fabric)
+        return rent_rate(on_fabric(gpu_id) if fabric else rows.get(gpu_id, []), clusters, together, False)
     return at
 
 
