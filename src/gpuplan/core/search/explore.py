@@ -168,7 +168,7 @@ class _Search:
                 cs = inference_configs(self.arch, self.p, self.w, n, per_server, inp.table, inp.overheads, self.engine,
                                        None if self.serve is None else self.serve.start_bytes)
                 self.evaluated += len(cs)
-            hit = self.configs[key] = ShapeConfigs.of(cs)
+            hit = self.configs[key] = ShapeConfigs(cs)
         return hit
 
     def grown_model(self, factor: float) -> GrownModel:
@@ -193,14 +193,17 @@ class _Search:
                                                   self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
-    def grown_layout(self, cs: list[Config], head: list[Config], usable: int) -> Config:
+    def grown_layout(self, shape: ShapeConfigs, head: list[Config], usable: int) -> Config:
         """The layout of a shape the grown model runs as: the first (in timing order) whose grown bytes fit, else
         the least grown of the FRUGAL_LAYOUTS of fewest bytes today (which then does not fit). Growing never shrinks
         memory: a layout over `usable` today is over it grown, with no estimate."""
-        for c in chain(head, islice(cs, 4 * TIMED_PER_SHAPE)):
+        for c in chain(head, islice(shape.configs, 4 * TIMED_PER_SHAPE)):
             if c.device_bytes <= usable and self.grown_device(c, 1.0) <= usable:
                 return c
-        return min(nsmallest(FRUGAL_LAYOUTS, cs, key=_BYTES), key=lambda c: self.grown_device(c, 1.0))
+        if shape.leanest is None:  # the same whatever the usable bytes: once per shape
+            shape.leanest = min(nsmallest(FRUGAL_LAYOUTS, shape.configs, key=_BYTES),
+                                key=lambda c: self.grown_device(c, 1.0))
+        return shape.leanest
 
     def grown_load(self, c: Config, inference: SpeedResult | None) -> Workload | None:
         """A service's grown workload under users or an arrival rate (growth.grown_requests); None: `w_grown`."""
@@ -240,7 +243,7 @@ class _Search:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
         n = ps * servers
         shape = self.shape(n, ps)
-        cs, smallest = shape.configs, shape.smallest
+        smallest = shape.smallest
         self.tried.setdefault(gpu.id, []).append((ps, servers))
         if smallest is None or smallest > usable:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
@@ -254,7 +257,7 @@ class _Search:
                 # today's run takes the fastest layouts that fit today; the growth asks that the shape hold the
                 # grown model with its most frugal layout (a bigger model is run with a smaller micro-batch or
                 # checkpointing, as one would), not that today's run be as frugal
-                frugal = self.grown_layout(cs, head, usable) if self.grows else None
+                frugal = self.grown_layout(shape, head, usable) if self.grows else None
                 fits = frugal is None or self.grown_device(frugal, 1.0) <= usable
                 self.heads[hkey] = (head, head[:TIMED_PER_SHAPE] if fits else [], frugal)
             else:  # the first TIMED_PER_SHAPE that still fit after the growth (the rest's grown memory not needed)

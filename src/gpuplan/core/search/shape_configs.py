@@ -22,19 +22,20 @@ class ShapeKey(NamedTuple):
     per_server: int
 
 
-class ShapeConfigs(NamedTuple):
+class ShapeConfigs:
     """A shape's configurations in the order they are timed (`Config.order`), each one's peak bytes per GPU in that
-    order, and the least of them (None: the shape has no configuration)."""
+    order, and the least of them (None: the shape has no configuration). A plain slots class: `leanest` is set once
+    asked."""
 
-    configs: list[Config]
-    device_bytes: list[int]
-    smallest: int | None
+    __slots__ = ("configs", "device_bytes", "leanest", "smallest")
 
-    @classmethod
-    def of(cls, configs: list[Config]) -> ShapeConfigs:
-        ordered = sorted(configs, key=_ORDER)
-        device = list(map(_BYTES, ordered))
-        return cls(ordered, device, min(device, default=None))
+    def __init__(self, configs: list[Config]) -> None:
+        self.configs = sorted(configs, key=_ORDER)
+        self.device_bytes: list[int] = list(map(_BYTES, self.configs))
+        self.smallest: int | None = min(self.device_bytes, default=None)
+        #: training, growing: the layout the grown model holds best when none of the first that fit holds it (the
+        #: same whatever the GPU: core/search/explore.py finds it once)
+        self.leanest: Config | None = None
 
     def fitting(self, usable: int, limit: int) -> list[Config]:
         """The first `limit` configurations, in timing order, whose peak bytes per GPU are within `usable`."""
