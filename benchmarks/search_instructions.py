@@ -6,7 +6,11 @@ llama3-8b-qlora` and `gpuplan --help` cost in all.
 
 Needs valgrind on PATH; each example takes about a minute under it. Compare two trees with --src:
 
-With --plan, a whole warm `api.plan()` (three against one, halved) in place of the search.
+With --plan, a whole warm `api.plan()` (three against one, halved) in place of the search. With --no-gc, the
+cyclic garbage collector is off in the counted process: `api.plan` pauses it while it plans and the collections it
+owes run after, at points that move with every allocation the process made before (a change that saves work can
+count several million instructions more because a collection of older objects falls in the counted plans, or
+less); off, the count is the plan's own work alone.
 
 Run: python benchmarks/search_instructions.py [--src PATH/TO/src] [--cli] [--plan] [EXAMPLE ...]
 """
@@ -52,8 +56,10 @@ def env(src: Path) -> dict[str, str]:
                 PYTHONPYCACHEPREFIX=str(Path("/tmp") / f"gpuplan-pyc-{hashlib.md5(str(src).encode()).hexdigest()[:8]}"))
 
 
-def instructions(args: list[str], src: Path) -> tuple[int, str]:
+def instructions(args: list[str], src: Path, no_gc: bool = False) -> tuple[int, str]:
     """(instructions, stdout) of `python ARGS` under callgrind."""
+    if no_gc and args[:1] == ["-c"]:
+        args = ["-c", "import gc; gc.disable()\n" + args[1]]
     p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *args],
                        env=env(src), capture_output=True, text=True, check=True)
     line = next(ln for ln in p.stderr.splitlines() if "Collected" in ln)
@@ -66,6 +72,8 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true", help="also count `plan --example llama3-8b-qlora` and `--help`")
     ap.add_argument("--plan", action="store_true", help="count a whole warm `api.plan()` of each example instead of "
                                                          "its search")
+    ap.add_argument("--no-gc", action="store_true", help="count with the cyclic garbage collector off (the plan's "
+                                                           "own work, without the collections it leaves to run)")
     ap.add_argument("examples", nargs="*", default=["llama2-7b-pretrain", "llama3-70b-lora",
                                                     "llama3-8b-full-finetune", "llama3-8b-qlora", "vit-imagenet"])
     a = ap.parse_args()
@@ -78,8 +86,8 @@ def main() -> None:
     print(f"{'example':26s} {'configs':>8s} {'M instructions / ' + what:>24s} {'k instructions / config':>24s}")
     template = PLAN if a.plan else SEARCH
     for ex in a.examples:
-        once, out = instructions(["-c", template.format(n=1, example=ex)], a.src)
-        thrice, _ = instructions(["-c", template.format(n=3, example=ex)], a.src)
+        once, out = instructions(["-c", template.format(n=1, example=ex)], a.src, a.no_gc)
+        thrice, _ = instructions(["-c", template.format(n=3, example=ex)], a.src, a.no_gc)
         per, configs = (thrice - once) / 2, int(out.split()[-1])
         print(f"{ex:26s} {configs:8,d} {per / 1e6:24.1f} {per / configs / 1e3:24.1f}")
     if a.cli:

@@ -50,7 +50,7 @@ def searched(name: str) -> explore._Search:
     sp = space(s)
     s.counted = (s.evaluated, s.timed, sp.computed, sp.timed,  # type: ignore[attr-defined]
                  {id(c) for cs in sp.families.values() for c in cs}, sum(len(cs) for cs in sp.families.values()),
-                 {id(c) for cs, _ in s.configs.values() for c in cs})
+                 {id(c) for shape in s.configs.values() for c in shape.configs})
     return s
 
 
@@ -127,3 +127,19 @@ def test_a_layout_is_made_once_for_every_server_size_that_allows_it() -> None:
     assert sp.computed == after_8  # every layout of 32 GPUs in servers of 4 was made for servers of 8
     assert after_8 - before <= len(in_8)
     assert {id(c) for c in in_4} < {id(c) for c in in_8}
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_a_shape_picks_out_the_first_layouts_that_fit(name: str) -> None:
+    """ShapeConfigs.fitting (the layouts a GPU's usable memory holds) is the first `limit`
+    configurations in timing order within the usable bytes, for every usable that changes the answer."""
+    s = searched(name)
+    assert s.configs
+    for shape in s.configs.values():
+        assert [c.order for c in shape.configs] == sorted(c.order for c in shape.configs)
+        device = [c.device_bytes for c in shape.configs]
+        assert shape.smallest == min(device, default=None)
+        for usable in {0, *device, *(b - 1 for b in device)}:
+            for limit in (1, 24):
+                want = [c for c in shape.configs if c.device_bytes <= usable][:limit]
+                assert shape.fitting(usable, limit) == want

@@ -99,15 +99,20 @@ def load_presets() -> dict[str, ModelPreset]:
 
 def find_preset(name: str, loc: Sequence[str | int] = ("model", "preset")) -> ModelPreset:
     """A preset by id or alias (case-insensitive); UnknownNameError with suggestions otherwise."""
-    presets = load_presets()
+    hit = _presets_by_name().get(name.lower())
+    if hit is None:
+        raise UnknownNameError(loc, "model", name, [p.id for p in load_presets().values()])
+    return hit
+
+
+@lru_cache(maxsize=1)
+def _presets_by_name() -> dict[str, ModelPreset]:
+    """The built-in presets by lower-cased id, alias and Hugging Face id, indexed once (a plan looks its model up)."""
     by_name: dict[str, ModelPreset] = {}
-    for p in presets.values():
+    for p in load_presets().values():
         for n in (p.id, *p.aliases, *([p.hf_id] if p.hf_id else [])):
             by_name[n.lower()] = p
-    hit = by_name.get(name.lower())
-    if hit is None:
-        raise UnknownNameError(loc, "model", name, [p.id for p in presets.values()])
-    return hit
+    return by_name
 
 
 @lru_cache(maxsize=1)

@@ -21,7 +21,15 @@ def needs_cluster(servers: int, gpus_per_server: int, training: bool, model_para
 
 def clustered(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], gpus: int = 0) -> list[CloudPrice]:
     """The quotes whose provider offers their GPU as a multi-node cluster of `gpus` GPUs (0: of any size)."""
-    return [p for p in rows if any(c.covers(p.gpu_id, p.provider, gpus) for c in clusters)]
+    offers: dict[str, list[ClusterOffer]] = {}  # by GPU id: the offers that name it (each quote asks those alone)
+    out = []
+    for p in rows:
+        mine = offers.get(p.gpu_id)
+        if mine is None:
+            mine = offers[p.gpu_id] = [c for c in clusters if p.gpu_id in c.gpu_ids]
+        if any(c.covers(p.gpu_id, p.provider, gpus) for c in mine):
+            out.append(p)
+    return out
 
 
 def rent_rate(rows: Sequence[CloudPrice], clusters: Sequence[ClusterOffer], together: int,

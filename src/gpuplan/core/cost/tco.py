@@ -109,7 +109,10 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
     for kind, term in kinds.items():
         quoted = [p for p in prices if p.gpu_id == cfg.gpu_id and p.kind == kind]
         # a quote for an instance smaller than the GPUs that must share a machine does not price this configuration
-        rows = [p for p in quoted if p.instance_gpus is None or p.instance_gpus >= need]
+        rows: list[CloudPrice] = []
+        small: list[CloudPrice] = []
+        for p in quoted:
+            (rows if p.instance_gpus is None or p.instance_gpus >= need else small).append(p)
         if not rows or (term and months < term) or (use.cloud_kinds and kind not in use.cloud_kinds):
             continue
         for p in rows:
@@ -137,7 +140,7 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
                "shared, virtualised capacity: performance less predictable than a dedicated server"]
         if billing:
             ass.append(billing)
-        shape = instance_shape(need, cfg.servers, quoted, rows)
+        shape = instance_shape(need, cfg.servers, small, rows)
         if shape:
             ass.append(shape)
         group = price_group(kind, rows)
@@ -160,11 +163,10 @@ def _cloud(cfg: Config, use: Usage, prices: list[CloudPrice], currency: str, a: 
     return out
 
 
-def instance_shape(need: int, servers: int, quoted: list[CloudPrice], used: list[CloudPrice]) -> str | None:
+def instance_shape(need: int, servers: int, small: list[CloudPrice], used: list[CloudPrice]) -> str | None:
     """What the instance sizes of the quotes did to a cloud median (issue 28): the quotes for instances smaller than
-    the `need` GPUs that must share a machine, left out, and how many quotes state no size; None when every quote
-    used states a size that holds them and none was left out."""
-    small = [p for p in quoted if p not in used]
+    the `need` GPUs that must share a machine (`small`), left out, and how many of those `used` state no size; None
+    when every quote used states a size that holds them and none was left out."""
     unknown = [p for p in used if p.instance_gpus is None]
     if need <= 1 or (not small and not unknown):  # any instance holds one GPU
         return None

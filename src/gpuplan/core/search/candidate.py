@@ -273,8 +273,9 @@ def departures(ctx: Context, c: Config, usable: int, gpu_bytes: int | None = Non
         parts.append(f"micro-batch {w.micro_batch_size // per} (project: {own.micro_batch_size // per}{why})")
     if not changes:
         return []
-    ww = w.model_copy(update=changes)
-    theirs = with_rollout(estimate_memory(ctx.arch, ctx.params, ww, c.layout, c.n, ctx.table, ctx.overheads),
+    ww = w.model_copy(update=changes)  # the recomputation and the micro-batch alone: the search's memory parts hold
+    theirs = with_rollout(estimate_memory(ctx.arch, ctx.params, ww, c.layout, c.n, ctx.table, ctx.overheads,
+                                          cache=ctx.terms_cache),
                           ctx.arch, ctx.params, ww, c.layout, c.n, ctx.overheads, ctx.engine, gpu_bytes).device_bytes
     return [f"departs from the project, the fastest that fits: {', '.join(parts)}; the project's settings need "
             f"{theirs / GIB:,.1f} GiB per GPU here, " + ("within" if theirs <= usable else "over") + " the usable"]

@@ -15,7 +15,6 @@ from dataclasses import replace
 from heapq import nsmallest
 from itertools import chain, islice
 from operator import attrgetter
-from typing import NamedTuple
 
 from gpuplan.core.cost.growth import grown_requests
 from gpuplan.core.search.candidate import Context, Pick, materialize, pick, storage_terms
@@ -23,6 +22,7 @@ from gpuplan.core.search.growth import growth_view
 from gpuplan.core.search.inputs import SearchInputs, SearchOutput
 from gpuplan.core.search.ranking import rank, reference, same_cost
 from gpuplan.core.search.serving_shapes import Served, ServingTimer, serve_more
+from gpuplan.core.search.shape_configs import ShapeConfigs, ShapeKey
 from gpuplan.core.search.shapes import (
     PER_SERVER,
     SERVER_COUNTS,
@@ -61,18 +61,9 @@ from gpuplan.units import GIB
 
 #: layouts timed per (GPU, server shape): the most promising by the proxy order
 TIMED_PER_SHAPE = 6
-#: a configuration's timing order (shapes.proxy) and its memory per GPU, read without a Python call
-_ORDER, _BYTES = attrgetter("order"), attrgetter("device_bytes")
+#: a configuration's memory per GPU, read without a Python call
+_BYTES = attrgetter("device_bytes")
 FRUGAL_LAYOUTS = 8  # a shape's layouts of fewest bytes today among which the grown model's leanest is sought
-
-
-class ShapeKey(NamedTuple):
-    """A server shape as its configurations see it: the GPUs, and the GPUs per server up to 8 (tensor parallelism
-    spans at most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's)."""
-
-    n: int
-    per_server: int
-    gpu: int = 0  # the GPU's memory where the serving engine's memory depends on it (ServingTimer.gpu_key), else 0
 
 
 def memory_headroom(project: Project) -> float:
@@ -131,7 +122,7 @@ class _Search:
                            terms_cache=memory, framework=self.framework)
         #: each shape's configurations in the order they are timed, and the least memory per GPU of any of them, by
         #: (GPUs, GPUs per server up to 8)
-        self.configs: dict[ShapeKey, tuple[list[Config], int | None]] = {}
+        self.configs: dict[ShapeKey, ShapeConfigs] = {}
         #: (GPUs, per server, usable bytes) -> the first layouts that fit, and those of them that fit after the growth
         #: by shape: the layouts that fit today, those timed, and (training, growing) the grown model's most frugal
         self.heads: dict[tuple[int, int, int], tuple[list[Config], list[Config], Config | None]] = {}
@@ -158,10 +149,10 @@ class _Search:
             inp.serving is not None and not self.training) else None
 
     # ------------------------------------------------------------------------------------------ memory
-    def shape(self, n: int, per_server: int, gpu: int = 0) -> tuple[list[Config], int | None]:
-        """n GPUs' configurations in servers of `per_server`, in the order they are timed, and the least memory per
-        GPU of any of them (None: there is none). Keyed by (n, min(per_server, 8)): tensor parallelism spans at
-        most 8 GPUs, so a larger server, an NVL72 rack, shares the 8-GPU server's; `gpu`: ShapeKey.gpu."""
+    def shape(self, n: int, per_server: int, gpu: int = 0) -> ShapeConfigs:
+        """n GPUs' configurations in servers of `per_server`, in the order they are timed, with their memory per
+        GPU. Keyed by (n, min(per_server, 8)): tensor parallelism spans at most 8 GPUs, so a larger server, an NVL72
+        rack, shares the 8-GPU server's; `gpu`: ShapeKey.gpu."""
         key = ShapeKey(n, per_server if per_server < 8 else 8, gpu)
         hit = self.configs.get(key)
         if hit is None:
@@ -174,7 +165,7 @@ class _Search:
                 cs = inference_configs(self.arch, self.p, self.w, n, per_server, inp.table, inp.overheads, self.engine,
                                        None if self.serve is None else self.serve.starts_on(gpu))
                 self.evaluated += len(cs)
-            hit = self.configs[key] = (sorted(cs, key=_ORDER), min(map(_BYTES, cs), default=None))
+            hit = self.configs[key] = ShapeConfigs(cs)
         return hit
 
     def grown_model(self, factor: float) -> GrownModel:
@@ -199,13 +190,17 @@ class _Search:
                                                   self.inp.overheads).device_bytes
         return self.grown_dev[key]
 
-    def grown_layout(self, cs: list[Config], head: list[Config], usable: int) -> Config:
+    def grown_layout(self, shape: ShapeConfigs, head: list[Config], usable: int) -> Config:
         """The layout of a shape the grown model runs as: the first (in timing order) whose grown bytes fit, else
-        the least grown of the FRUGAL_LAYOUTS of fewest bytes today (which then does not fit)."""
-        for c in chain(head, islice(cs, 4 * TIMED_PER_SHAPE)):
-            if self.grown_device(c, 1.0) <= usable:
+        the least grown of the FRUGAL_LAYOUTS of fewest bytes today (which then does not fit). Growing never shrinks
+        memory: a layout over `usable` today is over it grown, with no estimate."""
+        for c in chain(head, islice(shape.configs, 4 * TIMED_PER_SHAPE)):
+            if c.device_bytes <= usable and self.grown_device(c, 1.0) <= usable:
                 return c
-        return min(nsmallest(FRUGAL_LAYOUTS, cs, key=_BYTES), key=lambda c: self.grown_device(c, 1.0))
+        if shape.leanest is None:  # the same whatever the usable bytes: once per shape
+            shape.leanest = min(nsmallest(FRUGAL_LAYOUTS, shape.configs, key=_BYTES),
+                                key=lambda c: self.grown_device(c, 1.0))
+        return shape.leanest
 
     def grown_load(self, c: Config, inference: SpeedResult | None) -> Workload | None:
         """A service's grown workload under users or an arrival rate (growth.grown_requests); None: `w_grown`."""
@@ -244,7 +239,8 @@ class _Search:
     def evaluate(self, gpu: Gpu, ps: int, servers: int, usable: int, best_fail: list[tuple[int, int, int]]) -> str:
         """Try one server shape: "ok", or why not ("no-fit", "deadline": more GPUs may help; "other")."""
         n = ps * servers
-        cs, smallest = self.shape(n, ps, self.serve.gpu_key(int(gpu.memory_gib * GIB)) if self.serve else 0)
+        shape = self.shape(n, ps, self.serve.gpu_key(int(gpu.memory_gib * GIB)) if self.serve else 0)
+        smallest = shape.smallest
         self.tried.setdefault(gpu.id, []).append((ps, servers))
         if smallest is None or smallest > usable:
             if smallest is not None and (not best_fail or smallest < best_fail[0][0]):
@@ -253,12 +249,12 @@ class _Search:
         # shape's key and the usable memory: GPUs of the same usable memory see the same layouts
         hkey = (n, ps if ps < 8 else 8, usable)
         if hkey not in self.heads:
-            head = list(islice((c for c in cs if c.device_bytes <= usable), 4 * TIMED_PER_SHAPE))
+            head = shape.fitting(usable, 4 * TIMED_PER_SHAPE)
             if self.training:
                 # today's run takes the fastest layouts that fit today; the growth asks that the shape hold the
                 # grown model with its most frugal layout (a bigger model is run with a smaller micro-batch or
                 # checkpointing, as one would), not that today's run be as frugal
-                frugal = self.grown_layout(cs, head, usable) if self.grows else None
+                frugal = self.grown_layout(shape, head, usable) if self.grows else None
                 fits = frugal is None or self.grown_device(frugal, 1.0) <= usable
                 self.heads[hkey] = (head, head[:TIMED_PER_SHAPE] if fits else [], frugal)
             else:  # the first TIMED_PER_SHAPE that still fit after the growth (the rest's grown memory not needed)
@@ -363,7 +359,7 @@ class _Search:
 
     def growth_view(self, ranked: list[Pick], growth_top: int | None) -> list[GrowthRow]:
         return growth_view(ranked[:growth_top] if growth_top else ranked, self.tried, self.usable_of,
-                           lambda n, ps: self.shape(n, ps)[0], self.model_scale,
+                           lambda n, ps: self.shape(n, ps).configs, self.model_scale,
                            lambda f: self.grown_model(f)[1].total, self.grown_device,
                            lambda k: self.at_load(self.grown_load(k.config, k.inference)))
 

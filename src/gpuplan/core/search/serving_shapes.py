@@ -7,13 +7,15 @@ A timing depends on the engine (the GPU's rates, the layout, the node, the memor
 lengths) and the load on it, not on which GPU type or server shape made that engine: the timer keeps one per
 engine and load, so a layout another GPU type or server size already timed is served from it (and not counted as
 timed again). Memory is estimated once per layout and load. The full result, with percentiles, notes and
-assumptions, is built only for the layouts the search judges (`result`)."""
+assumptions, is built only for the layouts the search judges (`result`). The caches' keys are NamedTuples, which C
+makes, hashes and compares (a frozen dataclass's are Python calls)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuplan.core.search.shapes import Config
 from gpuplan.core.sizing.batching import Engine, StepCost
@@ -45,8 +47,7 @@ def gpu_bytes(gpu: Gpu) -> int:
     return int(gpu.memory_gib * GIB)
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryLoad:
+class MemoryLoad(NamedTuple):
     """A serving layout's memory within a search: the model grown `scale` times (1: as planned; growth by depth
     only above 1), the layout, the requests in flight per replica and the context (the grown load's may be longer)."""
 
@@ -59,8 +60,7 @@ class MemoryLoad:
     gpu: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Requests:
+class Requests(NamedTuple):
     """The requests in flight per replica and their context: all a serving layout's workload changes of the
     search's."""
 
@@ -68,8 +68,7 @@ class Requests:
     context: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class StepKey:
+class StepKey(NamedTuple):
     """What a step's cost depends on within a search: the GPU type, the layout and the GPUs per node."""
 
     gpu: str
@@ -78,8 +77,7 @@ class StepKey:
     node: int
 
 
-@dataclass(frozen=True, slots=True)
-class EngineLoad:
+class EngineLoad(NamedTuple):
     """What a decoder's timing depends on within a search: its engine, pipeline stages, replicas and the requests in
     flight per replica (a fixed concurrency's share)."""
 
