@@ -26,7 +26,10 @@ from gpuplan.schema.project import Layout, PrefixCache, Slo, Workload
 from .test_latency_curve import GPUS, MODELS, SERVING, SM, _fits, arch  # the same serving cases
 
 OVERHEADS = load_overheads()
-TOL = 1e-6
+#: the steady state is solved to 1e-7 of its step time (core/sizing/batching.py) and the queue amplifies that near
+#: saturation: a hit rate of 1e-5 against none moved TTFT's mean 3.2e-6 up (Llama 3.1 8B, one H100, 8,192-token
+#: prompts, seed 123), noise far under what the hit rate itself changes
+TOL = 1e-5
 
 
 def replica(model: str, gpu: str, tp: int, w: Workload) -> Replica:
