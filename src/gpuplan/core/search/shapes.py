@@ -133,7 +133,7 @@ def inference_configs(arch: ModelArch, p: ParamCount, w: Workload, n: int, per_s
             lay = Layout(tp=tp, pp=pp)
             c = Config(n=n, layout=lay, base=w, gradient_checkpointing=w.gradient_checkpointing, batch=batch,
                        global_batch=0, device_bytes=0,
-                       order=order_key(w.gradient_checkpointing, tp * pp, lay.zero) - w.micro_batch_size)
+                       order=order_key(w.gradient_checkpointing, tp * pp, lay.zero, w.micro_batch_size))
             c.device_bytes = ((start_bytes(c) if start_bytes is not None else serving_start_bytes(
                 arch, p, c.workload, lay, tp * pp, oh, engine)) if engine is not None
                 else estimate_memory(arch, p, c.workload, lay, tp * pp, table, oh).device_bytes)
@@ -152,10 +152,12 @@ def proxy(c: Config) -> int:
 _BATCHES = 1 << 21
 
 
-def order_key(ckpt: bool, mp: int, zero: int) -> int:
+def order_key(ckpt: bool, mp: int, zero: int, batch: int) -> int:
     """`proxy`'s order of a layout as one integer (sorted faster than a tuple): recomputation, then the model-parallel
-    degree, then the ZeRO stage; less a micro-batch (under 2**21), the larger first."""
-    return (((1 if ckpt else 0) << 8 | mp) << 2 | zero) * _BATCHES + _BATCHES - 1
+    degree, then the micro-batch (under 2**21, the larger first), then the ZeRO stage. The micro-batch comes before
+    the stage: the search times a shape's first few layouts that fit, and stage 0 at four small micro-batches hid
+    stage 1 or 2 at the large one that runs faster (a 3B pre-training on 32 L40S: 657 h planned where 457 h fit)."""
+    return (((1 if ckpt else 0) << 8 | mp) * _BATCHES + _BATCHES - 1 - batch) << 2 | zero
 
 
 #: a platform as max_gpus_per_server reads it: (most W per GPU, the GPU ids it is built for (None: any), the widest
