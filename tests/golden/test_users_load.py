@@ -15,6 +15,7 @@ import yaml
 
 from gpuplan import api
 from gpuplan.core.export.targets import export
+from gpuplan.core.verdict import chosen_deployment
 from gpuplan.schema.plan import PlanResult
 from gpuplan.schema.project import Project
 
@@ -92,7 +93,8 @@ def test_a_production_service_is_not_a_row_of_towers() -> None:
         assert c.servers == 1 or forms[c.server.platform_id].form != "tower", (c.gpu_id, c.servers)
     rec = result.recommendation
     assert rec is not None and rec.action is not None and rec.deployment is not None
-    chosen = next(d for d in rec.deployments if d.provider == rec.deployment.provider)
+    chosen = chosen_deployment(rec)
+    assert chosen is not None
     assert chosen.growth  # the servers it adds as the users grow
     # a step needed in the first month (the R760xa plan had one, at 5.03 requests/s against 5.0 planned) is bought
     # with the rest: the same plan with its first step moved to month 0

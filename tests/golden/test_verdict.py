@@ -118,6 +118,7 @@ def test_a_service_is_ranked_on_what_each_way_of_getting_it_costs() -> None:
     by more than the objective's 10% (and 1% of the budget), and "Dedicated server or cloud?" answers as the first
     line does."""
     from gpuplan.api import plan
+    from gpuplan.core.verdict import chosen_deployment
 
     result = plan(ASSISTANT)
     rec = result.recommendation
@@ -127,8 +128,8 @@ def test_a_service_is_ranked_on_what_each_way_of_getting_it_costs() -> None:
         return c.deployment.total_cost
 
     def gpus(c):  # by the horizon, the growth steps' servers with the first
-        chosen = next(d for d in c.deployments if (d.option, d.provider) == (c.deployment.option,
-                                                                               c.deployment.provider))
+        chosen = chosen_deployment(c)
+        assert chosen is not None
         return c.gpus_per_server * (c.servers + sum(st.servers for st in chosen.growth))
 
     pool = [c for c in result.candidates if c.deployment is not None and (c.evidence is None or c.evidence.adequate)]

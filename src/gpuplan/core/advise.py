@@ -24,6 +24,7 @@ from gpuplan.core.search.traced import search_traced
 from gpuplan.core.server.builder import build_server, server_price
 from gpuplan.core.sizing.params import count_params
 from gpuplan.core.sizing.project import grow_arch
+from gpuplan.core.verdict import chosen_deployment
 from gpuplan.errors import InfeasibleError
 from gpuplan.schema.bundle import Bundle
 from gpuplan.schema.defaults import Objective
@@ -169,12 +170,10 @@ class _Total:
 
     def __init__(self, c: Candidate, i: int) -> None:
         self.c, self.i = c, i  # the candidate and its place in the search's order
-        d = c.deployment
-        self.cost = d.total_cost if d is not None else None
+        self.cost = c.deployment.total_cost if c.deployment is not None else None
         # the servers it comes to by the horizon, its growth steps' with it: fewer GPUs means fewer in the end (four
         # GPUs bought now and eight more as the users grow are not the simpler machine beside one server of eight)
-        chosen = next((x for x in c.deployments if d is not None and (x.option, x.provider) == (d.option, d.provider)),
-                      None)
+        chosen = chosen_deployment(c)
         self.servers = c.servers + (sum(st.servers for st in chosen.growth) if chosen is not None else 0)
 
     @property

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from gpuplan.core.cost.growth import grown_servers, planned_work, serving_additions, when_added
 from gpuplan.core.search.ranking import Listed
+from gpuplan.core.verdict import chosen_deployment
 from gpuplan.schema.catalog import Catalog
 from gpuplan.schema.plan import Candidate, ChecklistItem, FaqAnswer, Rejected
 from gpuplan.schema.project import Project
@@ -209,8 +210,7 @@ def _dedicated_or_cloud(project: Project, rec: Candidate | None, work: float | N
         return None
     training = project.workload.task != "inference"
     horizon_h = project.growth.horizon_months * HOURS_PER_MONTH
-    chosen = next((d for d in rec.deployments if rec.deployment is not None
-                   and (d.option, d.provider) == (rec.deployment.option, rec.deployment.provider)), None)
+    chosen = chosen_deployment(rec)
     other = next((d for d in rec.deployments if chosen is not None and d.option != chosen.option), None)
     priced = ([f"{chosen.option} ({chosen.provider}) is the cheapest way over {project.growth.horizon_months} months: "
                f"{chosen.total_cost:,.0f} {chosen.currency}"

@@ -14,10 +14,19 @@ from gpuplan.units import fmt_hours, fmt_money
 Basis = Literal["upfront", "per run", "per month"]
 
 
+def is_chosen(c: Candidate, d: Deployment) -> bool:
+    """Whether `d` is the way of getting `c` its deployment choice names."""
+    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
+
+
+def chosen_deployment(c: Candidate) -> Deployment | None:
+    """The deployment `c`'s choice names, with its costs and growth steps (None before `deploy`, or unpriced)."""
+    return next((d for d in c.deployments if is_chosen(c, d)), None)
+
+
 def action_of(c: Candidate, horizon_months: int) -> Action | None:
     """The action of candidate `c` (None when no price list covers it)."""
-    chosen = next((d for d in c.deployments if c.deployment is not None and (d.option, d.provider)
-                   == (c.deployment.option, c.deployment.provider)), None)
+    chosen = chosen_deployment(c)
     if chosen is None:
         return None
     first = [st for st in chosen.growth if st.month <= 0]  # needed in the first month: got with the rest
@@ -115,4 +124,4 @@ def _runner_up(c: Candidate, chosen: Deployment, horizon: int) -> str | None:
     return line
 
 
-__all__ = ["KINDS", "action_of", "runner_up"]
+__all__ = ["KINDS", "action_of", "chosen_deployment", "is_chosen", "runner_up"]

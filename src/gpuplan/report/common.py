@@ -5,6 +5,7 @@ words are English by default; the Markdown and HTML reports pass their language'
 from __future__ import annotations
 
 from gpuplan.core.layout_text import candidate_layout_text
+from gpuplan.core.verdict import chosen_deployment, is_chosen
 from gpuplan.schema.plan import Candidate, Deployment, PlanResult, Rejected
 from gpuplan.units import fmt_hours, fmt_money
 
@@ -94,14 +95,6 @@ def money_cells(d: Deployment) -> tuple[str, str, str, str]:
     """A deployment's MONEY_COLUMNS as the text tables show them (the running cost per month; resale negative)."""
     return (f"{d.upfront_cost:,.0f}", f"{d.running_monthly:,.0f}",
             f"-{d.residual_value:,.0f}" if d.residual_value else "0", f"{d.total_cost:,.0f} {d.currency}")
-
-
-def is_chosen(c: Candidate, d: Deployment) -> bool:
-    return c.deployment is not None and d.option == c.deployment.option and d.provider == c.deployment.provider
-
-
-def chosen_deployment(c: Candidate) -> Deployment | None:
-    return next((d for d in c.deployments if is_chosen(c, d)), None)
 
 
 __all__ = ["MONEY_COLUMNS", "chosen_deployment", "cost_text", "is_chosen", "layout_text", "money_cells", "price_text",

@@ -12,7 +12,7 @@ from gpuplan.report.have import OPTION_HEAD, WAY_HEAD, have_lines, option_rows, 
 from gpuplan.report.i18n import check_lang, t
 from gpuplan.report.numbers import Numbers, numbers
 from gpuplan.report.translate import tr, tr_all
-from gpuplan.report.verdict import gib_in, layout_in, price_in, server_head, time_in, verdict_lines
+from gpuplan.report.verdict import amount_in, gib_in, layout_in, price_in, server_head, time_in, verdict_lines
 from gpuplan.schema.plan import Candidate, Deployment, GrowthRow, PlanResult
 from gpuplan.units import GIB
 
@@ -49,10 +49,8 @@ def _candidate_rows(result: PlanResult, lang: str) -> list[list[str]]:
 
 def _ranked_in(c: Candidate, lang: str) -> str:
     """The cost the ranking compared: the total of the way the candidate is got over the horizon, and its basis."""
-    r, nf = ranked_cost(c), numbers(lang)
-    if r is None:
-        return "-"
-    return f"{nf.usd(r[0]) if c.currency == 'USD' else nf.money(r[0], c.currency)} {t(f'tx_basis_{r[1]}', lang)}"
+    r = ranked_cost(c)
+    return "-" if r is None else f"{amount_in(r[0], c.currency, numbers(lang))} {t(f'tx_basis_{r[1]}', lang)}"
 
 
 def _breakeven(d: Deployment, lang: str) -> str:

@@ -24,9 +24,12 @@ def layout_in(c: Candidate, lang: str) -> str:
 
 def price_in(c: Candidate, nf: Numbers) -> str:
     """The purchase price in the plan's currency (the candidate's)."""
-    if c.price is None:
-        return "-"
-    return nf.usd(c.price) if c.currency == "USD" else nf.money(c.price, c.currency)
+    return "-" if c.price is None else amount_in(c.price, c.currency, nf)
+
+
+def amount_in(amount: float, currency: str, nf: Numbers) -> str:
+    """An amount as the tables write prices: "$12,345" in US dollars, "12,345 EUR" otherwise (in `nf`'s language)."""
+    return nf.usd(amount) if currency == "USD" else nf.money(amount, currency)
 
 
 def gib_in(n: float, nf: Numbers) -> str:
@@ -105,4 +108,4 @@ def _action_lines(rec: Candidate, lang: str) -> list[str]:
                     when=when)]
 
 
-__all__ = ["gib_in", "layout_in", "price_in", "server_head", "time_in", "verdict_lines"]
+__all__ = ["amount_in", "gib_in", "layout_in", "price_in", "server_head", "time_in", "verdict_lines"]

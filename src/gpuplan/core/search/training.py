@@ -166,7 +166,7 @@ class TrainingSpace:
         ckpts = (False, True) if not self._cnn else (False,)
         terms = [cache.tp_terms(arch, p, workloads[ckpt], tp, self.table) for ckpt in ckpts]
         peaks: list[tuple[int, int]] = []  # each layout's micro-batches', in the order of `made`
-        made: list[tuple[Layout, bool, int]] = []  # (layout, recomputation, ZeRO stage)
+        made: list[tuple[Layout, bool]] = []  # (layout, recomputation)
         amps: list[AmpCasts] = []  # autocast's copies are divided by dp only under ZeRO-3
         for zero in ((self._zeros if pp == 1 else self._pp_zeros) if dp > 1 else (0,)):  # what the framework runs
             lay = layout_of(zero, tp, pp)
@@ -175,10 +175,10 @@ class TrainingSpace:
                 amps = [cache.amp_casts(arch, p, workloads[ckpt], lay, dp) for ckpt in ckpts]
             for ckpt, t, amp in zip(ckpts, terms, amps):
                 step_peaks(states, t, amp, pp, ckpt, steps, None, peaks)
-                made.append((lay, ckpt, zero))
+                made.append((lay, ckpt))
         w = self.w
-        out = [Config(n, lay, w, ckpt, mbs, mbs * dp * k, 0, order_key(ckpt, tp * pp, zero, mbs), k, group)
-               for lay, ckpt, zero in made for group in (LayoutGroup(n, lay, workloads[ckpt]),) for mbs, k in steps]
+        out = [Config(n, lay, w, ckpt, mbs, mbs * dp * k, 0, order_key(ckpt, tp * pp, lay.zero, mbs), k, group)
+               for lay, ckpt in made for group in (LayoutGroup(n, lay, workloads[ckpt]),) for mbs, k in steps]
         rollout = self._rollout_bytes(n, made, dp) if w.grpo is not None and self.serving is not None else None
         for c, device in zip(out, device_bytes_of(peaks, self.alloc, n, tp, pp)):
             c.device_bytes = device
@@ -188,7 +188,7 @@ class TrainingSpace:
         self.computed += len(out)
         return out
 
-    def _rollout_bytes(self, n: int, made: list[tuple[Layout, bool, int]], dp: int) -> dict[Layout, int]:
+    def _rollout_bytes(self, n: int, made: list[tuple[Layout, bool]], dp: int) -> dict[Layout, int]:
         """GRPO: each layout's rollout phase as the search compares it with a GPU's usable bytes: the trainer's kept
         memory (weights, optimizer states, reference) beside the colocated engine's share of the GPU, which must
         hold the engine's weights, temporaries and one sequence's KV cache (core/sizing/grpo_share.py
@@ -196,7 +196,7 @@ class TrainingSpace:
         assert self.serving is not None and self.w.grpo is not None
         spec = self.w.grpo
         out: dict[Layout, int] = {}
-        for lay, _, _ in made:
+        for lay, _ in made:
             if lay in out:
                 continue
             st = self.memory.layout_states(self.arch, self.p, self.w, lay, dp)
